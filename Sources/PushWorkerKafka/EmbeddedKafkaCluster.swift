@@ -1,0 +1,102 @@
+import CRdKafka
+import Synchronization
+
+/// An embedded Kafka cluster: librdkafka's mock cluster (`rdkafka_mock.h`), a real Kafka protocol server
+/// on loopback with consumer groups, idempotence and transactions, for development and tests.
+///
+/// It lives inside this process: its brokers stop when ``shutdown()`` is called or the value is freed.
+/// Limits of librdkafka 2.0.2's mock (see `LIBRDKAFKA-NOTES.md`): no admin API, no retention, at most
+/// 5 MiB / 100 000 message sets per partition (oldest dropped), static membership not stored.
+///
+/// `@unchecked Sendable`: the mock cluster and its owning client handle are set once in `init`, freed once
+/// (guarded by the `Mutex`), and the mock API is thread-safe (it posts operations to the cluster's thread).
+public final class EmbeddedKafkaCluster: @unchecked Sendable {
+    private let owner: KafkaClient
+    private let cluster: Mutex<MockClusterPointer?>
+    /// The brokers' addresses, `host:port[,host:port...]`, for `bootstrap.servers`.
+    public let bootstrapServers: String
+    /// The number of brokers.
+    public let brokerCount: Int
+
+    /// Starts a cluster of `brokers` brokers on loopback ports chosen by the system.
+    /// - Parameter logHandler: receives the owning client's logs.
+    /// - Throws: ``KafkaError/Code/mockCluster`` if the cluster cannot start.
+    public init(brokers: Int = 1, logHandler: KafkaLogHandler? = nil) throws {
+        precondition(brokers >= 1, "an embedded cluster needs at least one broker")
+        // A minimal producer owns the mock cluster; it never produces.
+        var configuration = KafkaConfiguration()
+        configuration["client.id"] = "pushworker-embedded-cluster"
+        owner = try KafkaClient(kind: .producer, configuration: configuration, callbacks: KafkaCallbacks(log: logHandler))
+        guard let mc = rd_kafka_mock_cluster_new(owner.handle, Int32(brokers)) else {
+            throw KafkaError(.mockCluster, "rd_kafka_mock_cluster_new failed")
+        }
+        cluster = Mutex(MockClusterPointer(raw: mc))
+        bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(mc))
+        brokerCount = brokers
+    }
+
+    /// Creates a topic (`rd_kafka_mock_topic_create`). Creating an existing topic is not an error.
+    /// - Parameters:
+    ///   - partitions: the number of partitions, at least 1.
+    ///   - replicationFactor: at most the number of brokers.
+    /// - Throws: ``KafkaError/Code/mockCluster`` if the cluster refused or was shut down.
+    public func createTopic(_ name: String, partitions: Int = 1, replicationFactor: Int = 1) throws {
+        try cluster.withLock { mc in
+            guard let mc else { throw KafkaError(.closed, "the embedded cluster is shut down") }
+            let err = rd_kafka_mock_topic_create(mc.raw, name, Int32(partitions), Int32(replicationFactor))
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS {
+                throw KafkaError(.mockCluster, "create topic \(name)", err)
+            }
+        }
+    }
+
+    /// Takes a broker down (`rd_kafka_mock_broker_set_down`): its connections are closed and new ones
+    /// refused until ``setBrokerUp(_:)``. Broker ids start at 1.
+    public func setBrokerDown(_ brokerId: Int32) throws {
+        try withCluster { rd_kafka_mock_broker_set_down($0, brokerId) }
+    }
+
+    /// Brings a broker back (`rd_kafka_mock_broker_set_up`).
+    public func setBrokerUp(_ brokerId: Int32) throws {
+        try withCluster { rd_kafka_mock_broker_set_up($0, brokerId) }
+    }
+
+    /// Makes the next `count` requests with Kafka API key `apiKey` fail with librdkafka error `error`
+    /// (`rd_kafka_mock_push_request_errors`), e.g. API key 0 (Produce) with `NOT_LEADER_FOR_PARTITION`.
+    public func pushRequestErrors(apiKey: Int16, count: Int, error: Int32) {
+        cluster.withLock { mc in
+            guard let mc else { return }
+            var errors = [rd_kafka_resp_err_t](repeating: rd_kafka_resp_err_t(rawValue: error), count: count)
+            rd_kafka_mock_push_request_errors_array(mc.raw, apiKey, count, &errors)
+        }
+    }
+
+    /// Stops the brokers (`rd_kafka_mock_cluster_destroy`). Clients still connected see transport errors.
+    /// Calling it twice does nothing.
+    public func shutdown() {
+        let mc = cluster.withLock { mc -> MockClusterPointer? in
+            defer { mc = nil }
+            return mc
+        }
+        if let mc { rd_kafka_mock_cluster_destroy(mc.raw) }
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    private func withCluster(_ body: (OpaquePointer) -> rd_kafka_resp_err_t) throws {
+        try cluster.withLock { mc in
+            guard let mc else { throw KafkaError(.closed, "the embedded cluster is shut down") }
+            let err = body(mc.raw)
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.mockCluster, "mock cluster request", err) }
+        }
+    }
+}
+
+/// The mock cluster pointer. `@unchecked Sendable`: the mock API posts every operation to the cluster's
+/// own thread, so the pointer may be used from any thread until `rd_kafka_mock_cluster_destroy`, which
+/// ``EmbeddedKafkaCluster`` calls once, after taking it out of its `Mutex`.
+struct MockClusterPointer: @unchecked Sendable {
+    let raw: OpaquePointer
+}

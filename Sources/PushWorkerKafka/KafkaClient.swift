@@ -1,0 +1,93 @@
+import CRdKafka
+import Synchronization
+
+/// The callbacks one librdkafka client calls into, reached through `rd_kafka_opaque(rk)`.
+///
+/// Retained by ``KafkaClient`` for the whole life of the `rd_kafka_t`, so the opaque pointer stays valid
+/// until `rd_kafka_destroy` has returned.
+final class KafkaCallbacks: Sendable {
+    let log: KafkaLogHandler?
+    /// Delivery reports: set on producers only. Called on the thread that runs `rd_kafka_poll`/`rd_kafka_flush`.
+    let delivery: (@Sendable (UnsafePointer<rd_kafka_message_t>) -> Void)?
+    /// Rebalance callback: set on consumers only. Called on the thread that runs `rd_kafka_consumer_poll`.
+    let rebalance: (@Sendable (OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)?
+
+    init(
+        log: KafkaLogHandler?,
+        delivery: (@Sendable (UnsafePointer<rd_kafka_message_t>) -> Void)? = nil,
+        rebalance: (@Sendable (OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)? = nil
+    ) {
+        self.log = log
+        self.delivery = delivery
+        self.rebalance = rebalance
+    }
+
+    static func from(_ rk: OpaquePointer?) -> KafkaCallbacks? {
+        guard let rk, let opaque = rd_kafka_opaque(rk) else { return nil }
+        return Unmanaged<KafkaCallbacks>.fromOpaque(opaque).takeUnretainedValue()
+    }
+}
+
+/// Owns one `rd_kafka_t` (producer or consumer) and destroys it in `deinit`.
+///
+/// `@unchecked Sendable`: the only stored state is the `rd_kafka_t` pointer, set once in `init` and freed
+/// once in `deinit`, and librdkafka's API is thread-safe for every call made through it.
+final class KafkaClient: @unchecked Sendable {
+    let handle: OpaquePointer
+    let callbacks: KafkaCallbacks
+
+    enum Kind { case producer, consumer }
+
+    /// Creates the client. librdkafka's `log_cb` and `error_cb` go to `callbacks.log`.
+    init(kind: Kind, configuration: KafkaConfiguration, callbacks: KafkaCallbacks) throws {
+        let conf = try configuration.makeConf()
+        self.callbacks = callbacks
+        rd_kafka_conf_set_opaque(conf, Unmanaged.passUnretained(callbacks).toOpaque())
+        rd_kafka_conf_set_log_cb(conf) { rk, level, facility, buffer in
+            guard let callbacks = KafkaCallbacks.from(rk), let log = callbacks.log else { return }
+            log(KafkaLogMessage(
+                severity: level,
+                facility: facility.map { String(cString: $0) } ?? "",
+                message: buffer.map { String(cString: $0) } ?? "",
+                client: rk.map { String(cString: rd_kafka_name($0)) } ?? ""
+            ))
+        }
+        rd_kafka_conf_set_error_cb(conf) { rk, err, reason, _ in
+            guard let callbacks = KafkaCallbacks.from(rk), let log = callbacks.log else { return }
+            let name = String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: err)))
+            log(KafkaLogMessage(
+                severity: 3,
+                facility: "ERROR",
+                message: "\(name): \(reason.map { String(cString: $0) } ?? "")",
+                client: rk.map { String(cString: rd_kafka_name($0)) } ?? ""
+            ))
+        }
+        if callbacks.delivery != nil {
+            rd_kafka_conf_set_dr_msg_cb(conf) { rk, message, _ in
+                guard let message, let callbacks = KafkaCallbacks.from(rk) else { return }
+                callbacks.delivery?(message)
+            }
+        }
+        if callbacks.rebalance != nil {
+            rd_kafka_conf_set_rebalance_cb(conf) { rk, err, partitions, _ in
+                guard let rk, let callbacks = KafkaCallbacks.from(rk) else { return }
+                callbacks.rebalance?(rk, err, partitions)
+            }
+        }
+        var errstr = [CChar](repeating: 0, count: 512)
+        let type = kind == .producer ? RD_KAFKA_PRODUCER : RD_KAFKA_CONSUMER
+        guard let rk = rd_kafka_new(type, conf, &errstr, errstr.count) else {
+            rd_kafka_conf_destroy(conf)
+            let text = String(decoding: errstr.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw KafkaError(.clientCreation, "rd_kafka_new failed: \(text)")
+        }
+        self.handle = rk
+    }
+
+    deinit {
+        rd_kafka_destroy(handle)
+    }
+
+    /// The client's name, e.g. `rdkafka#producer-1`.
+    var name: String { String(cString: rd_kafka_name(handle)) }
+}

@@ -1,0 +1,198 @@
+import CRdKafka
+import Synchronization
+
+/// A change of the partitions assigned to this member of the consumer group.
+public enum KafkaRebalanceEvent: Sendable, Equatable {
+    /// These partitions were just assigned (already applied with `rd_kafka_incremental_assign` or
+    /// `rd_kafka_assign`): pause them here if the application is applying backpressure.
+    case assigned([TopicPartition])
+    /// These partitions are about to be revoked: finish or abandon their work and store their offsets
+    /// now; they are unassigned when the handler returns (their stored offsets are then committed).
+    case revoking([TopicPartition])
+    /// These partitions were lost (`rd_kafka_assignment_lost`, e.g. the session timed out): another member
+    /// may already own them, so their offsets must not be committed.
+    case lost([TopicPartition])
+}
+
+/// A librdkafka high-level consumer, a member of a consumer group.
+///
+/// Every method that can block (``poll(timeoutMs:)``, ``commit()``, ``committed(_:timeoutMs:)``,
+/// ``close()``) must run on a dedicated thread, never on the cooperative thread pool. The rebalance
+/// handler runs on the thread that calls ``poll(timeoutMs:)`` or ``close()``. Both eager and cooperative
+/// assignment protocols are handled (`partition.assignment.strategy`).
+public final class KafkaConsumer: Sendable {
+    private let client: KafkaClient
+    private let closed = Atomic<Bool>(false)
+
+    /// Creates a consumer. Offsets are stored only by ``storeOffsets(_:)`` when the configuration sets
+    /// `enable.auto.offset.store=false`, as at-least-once processing needs.
+    ///
+    /// - Parameters:
+    ///   - configuration: librdkafka properties, with `bootstrap.servers` and `group.id` at least.
+    ///   - logHandler: receives librdkafka's logs and errors.
+    ///   - onRebalance: told of assignments, revocations and lost partitions.
+    /// - Throws: ``KafkaError`` if a property is invalid or the client cannot be created.
+    public init(
+        configuration: KafkaConfiguration,
+        logHandler: KafkaLogHandler? = nil,
+        onRebalance: @escaping @Sendable (KafkaRebalanceEvent) -> Void = { _ in }
+    ) throws {
+        let callbacks = KafkaCallbacks(log: logHandler, rebalance: { rk, err, list in
+            let partitions = PartitionList.read(list).map(\.topicPartition)
+            let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+            func report(_ context: String, _ error: OpaquePointer?) {
+                guard let error else { return }
+                let text = String(cString: rd_kafka_error_string(error))
+                rd_kafka_error_destroy(error)
+                logHandler?(KafkaLogMessage(severity: 3, facility: "REBALANCE", message: "\(context) failed: \(text)", client: String(cString: rd_kafka_name(rk))))
+            }
+            switch err {
+            case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+                if cooperative {
+                    report("incremental assign", rd_kafka_incremental_assign(rk, list))
+                } else {
+                    _ = rd_kafka_assign(rk, list)
+                }
+                onRebalance(.assigned(partitions))
+            case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+                if rd_kafka_assignment_lost(rk) != 0 {
+                    onRebalance(.lost(partitions))
+                } else {
+                    onRebalance(.revoking(partitions))
+                }
+                if cooperative {
+                    report("incremental unassign", rd_kafka_incremental_unassign(rk, list))
+                } else {
+                    _ = rd_kafka_assign(rk, nil)
+                }
+            default:
+                logHandler?(KafkaLogMessage(severity: 3, facility: "REBALANCE", message: "rebalance error: \(String(cString: rd_kafka_err2str(err)))", client: String(cString: rd_kafka_name(rk))))
+                _ = rd_kafka_assign(rk, nil)
+            }
+        })
+        self.client = try KafkaClient(kind: .consumer, configuration: configuration, callbacks: callbacks)
+        // Serve the main queue (logs are on their own threads) through rd_kafka_consumer_poll.
+        rd_kafka_poll_set_consumer(client.handle)
+    }
+
+    /// Subscribes to `topics` (`rd_kafka_subscribe`); partitions arrive through the rebalance handler.
+    /// - Throws: ``KafkaError/Code/consumer`` if librdkafka refuses the subscription.
+    public func subscribe(_ topics: [String]) throws {
+        let entries = topics.map { TopicPartitionOffset(TopicPartition(topic: $0, partition: RD_KAFKA_PARTITION_UA), offset: Int64(RD_KAFKA_OFFSET_INVALID)) }
+        let err = PartitionList.with(entries) { rd_kafka_subscribe(client.handle, $0) }
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "subscribe to \(topics)", err) }
+    }
+
+    /// Waits up to `timeoutMs` for the next record (`rd_kafka_consumer_poll`), serving rebalances and
+    /// other callbacks meanwhile. Blocking: call on a dedicated thread.
+    ///
+    /// - Returns: the record, copied, or `nil` when none arrived in time, after ``wakeUp()``, or when the
+    ///   poll returned a non-fatal consumer error (which is logged through the log handler).
+    /// - Throws: ``KafkaError/Code/fatal`` on a fatal client error.
+    public func poll(timeoutMs: Int32) throws -> KafkaRecord? {
+        guard let message = rd_kafka_consumer_poll(client.handle, timeoutMs) else { return nil }
+        defer { rd_kafka_message_destroy(message) }
+        let err = message.pointee.err
+        if err == RD_KAFKA_RESP_ERR_NO_ERROR {
+            return KafkaRecord(copying: message)
+        }
+        if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
+        if err == RD_KAFKA_RESP_ERR__FATAL {
+            var errstr = [CChar](repeating: 0, count: 512)
+            let fatal = rd_kafka_fatal_error(client.handle, &errstr, errstr.count)
+            throw KafkaError(.fatal, "fatal consumer error", fatal)
+        }
+        let text = message.pointee.payload.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? ""
+        client.callbacks.log?(KafkaLogMessage(
+            severity: 4, facility: "CONSUME",
+            message: "\(String(cString: rd_kafka_err2name(err))): \(String(cString: rd_kafka_err2str(err))) \(text)",
+            client: client.name))
+        return nil
+    }
+
+    /// Wakes a ``poll(timeoutMs:)`` blocked on another thread (`rd_kafka_queue_yield`).
+    public func wakeUp() {
+        guard let queue = rd_kafka_queue_get_consumer(client.handle) else { return }
+        rd_kafka_queue_yield(queue)
+        rd_kafka_queue_destroy(queue)
+    }
+
+    /// Stores offsets for the next commit (`rd_kafka_offsets_store`); each offset is the *next* one to
+    /// consume. Auto-commit (`enable.auto.commit`, every `auto.commit.interval.ms`) and ``commit()`` commit
+    /// only stored offsets.
+    ///
+    /// - Returns: the partitions whose offsets were refused, with librdkafka's error for each (e.g.
+    ///   `_STATE` for a partition no longer assigned). Other partitions were stored.
+    @discardableResult
+    public func storeOffsets(_ offsets: [TopicPartitionOffset]) -> [(TopicPartition, KafkaError)] {
+        guard !offsets.isEmpty else { return [] }
+        return PartitionList.with(offsets) { list in
+            _ = rd_kafka_offsets_store(client.handle, list)
+            var failed: [(TopicPartition, KafkaError)] = []
+            for index in 0..<Int(list.pointee.cnt) {
+                let element = list.pointee.elems[index]
+                if element.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    let tp = TopicPartition(topic: String(cString: element.topic), partition: element.partition)
+                    failed.append((tp, KafkaError(.consumer, "store offset \(element.offset) for \(tp)", element.err)))
+                }
+            }
+            return failed
+        }
+    }
+
+    /// Commits the stored offsets now and waits for the broker (`rd_kafka_commit`, synchronous).
+    /// Blocking: call on a dedicated thread. Having nothing to commit is not an error.
+    /// - Throws: ``KafkaError/Code/consumer`` if the commit failed.
+    public func commit() throws {
+        let err = rd_kafka_commit(client.handle, nil, 0)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+            throw KafkaError(.consumer, "commit", err)
+        }
+    }
+
+    /// The committed offsets of the group for `partitions` (`rd_kafka_committed`); an offset is -1001
+    /// (`RD_KAFKA_OFFSET_INVALID`) where nothing is committed. Blocking: call on a dedicated thread.
+    /// - Throws: ``KafkaError/Code/consumer`` if the request failed.
+    public func committed(_ partitions: [TopicPartition], timeoutMs: Int32) throws -> [TopicPartitionOffset] {
+        let entries = partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_INVALID)) }
+        return try PartitionList.with(entries) { list in
+            let err = rd_kafka_committed(client.handle, list, timeoutMs)
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "committed offsets", err) }
+            return PartitionList.read(list)
+        }
+    }
+
+    /// The partitions currently assigned (`rd_kafka_assignment`).
+    public func assignment() -> [TopicPartition] {
+        var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+        guard rd_kafka_assignment(client.handle, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        return PartitionList.read(list).map(\.topicPartition)
+    }
+
+    /// Pauses fetching from `partitions` (`rd_kafka_pause_partitions`); prefetched records are dropped and
+    /// fetched again after ``resume(_:)``.
+    public func pause(_ partitions: [TopicPartition]) {
+        guard !partitions.isEmpty else { return }
+        _ = PartitionList.with(partitions.map { TopicPartitionOffset($0, offset: 0) }) { rd_kafka_pause_partitions(client.handle, $0) }
+    }
+
+    /// Resumes fetching from `partitions` (`rd_kafka_resume_partitions`).
+    public func resume(_ partitions: [TopicPartition]) {
+        guard !partitions.isEmpty else { return }
+        _ = PartitionList.with(partitions.map { TopicPartitionOffset($0, offset: 0) }) { rd_kafka_resume_partitions(client.handle, $0) }
+    }
+
+    /// Leaves the consumer group (`rd_kafka_consumer_close`): revokes the assignment through the rebalance
+    /// handler, commits stored offsets when auto-commit is on, and sends LeaveGroup (unless static
+    /// membership is configured). Blocking: call on a dedicated thread. Calling it twice does nothing.
+    /// - Throws: ``KafkaError/Code/consumer`` if closing failed.
+    public func close() throws {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let err = rd_kafka_consumer_close(client.handle)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "close", err) }
+    }
+
+    /// The name librdkafka gave this client.
+    public var name: String { client.name }
+}

@@ -1,0 +1,107 @@
+import CRdKafka
+
+/// A record consumed from Kafka. Its bytes are copied out of librdkafka's message before the message is
+/// destroyed, so a `KafkaRecord` owns everything it holds.
+public struct KafkaRecord: Sendable {
+    /// The topic-partition it was read from.
+    public var topicPartition: TopicPartition
+    /// Its offset in the partition.
+    public var offset: Int64
+    /// The key bytes, or `nil` for a record without a key.
+    public var key: [UInt8]?
+    /// The value bytes, or `nil` for a null-value record (a tombstone).
+    public var value: [UInt8]?
+    /// The headers, in record order (a name may repeat).
+    public var headers: [KafkaHeader]
+    /// The record timestamp in milliseconds since the UNIX epoch, or `nil` if the broker gave none.
+    public var timestampMs: Int64?
+
+    /// Creates a record (used by tests and by the testing kit).
+    public init(
+        topicPartition: TopicPartition,
+        offset: Int64,
+        key: [UInt8]? = nil,
+        value: [UInt8]?,
+        headers: [KafkaHeader] = [],
+        timestampMs: Int64? = nil
+    ) {
+        self.topicPartition = topicPartition
+        self.offset = offset
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestampMs = timestampMs
+    }
+
+    /// Copies a librdkafka message (which must not be an error message).
+    init(copying message: UnsafePointer<rd_kafka_message_t>) {
+        let m = message.pointee
+        let topic = m.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
+        self.topicPartition = TopicPartition(topic: topic, partition: m.partition)
+        self.offset = m.offset
+        if let payload = m.payload {
+            self.value = Array(UnsafeRawBufferPointer(start: payload, count: m.len))
+        } else {
+            self.value = nil
+        }
+        if let key = m.key {
+            self.key = Array(UnsafeRawBufferPointer(start: key, count: m.key_len))
+        } else {
+            self.key = nil
+        }
+        var tstype = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+        let ts = rd_kafka_message_timestamp(message, &tstype)
+        self.timestampMs = tstype == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : ts
+        var headers: [KafkaHeader] = []
+        var hdrs: OpaquePointer?
+        if rd_kafka_message_headers(message, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR, let hdrs {
+            var index = 0
+            var name: UnsafePointer<CChar>?
+            var value: UnsafeRawPointer?
+            var size = 0
+            while rd_kafka_header_get_all(hdrs, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                let headerName = name.map { String(cString: $0) } ?? ""
+                let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
+                headers.append(KafkaHeader(name: headerName, value: bytes))
+                index += 1
+            }
+        }
+        self.headers = headers
+    }
+}
+
+/// A record to produce.
+public struct KafkaOutgoingRecord: Sendable {
+    /// The topic to produce to.
+    public var topic: String
+    /// The partition, or `nil` to let the partitioner choose (librdkafka `partitioner`, by key).
+    public var partition: Int32?
+    /// The key bytes, or `nil` for none.
+    public var key: [UInt8]?
+    /// The value bytes, or `nil` for a null value.
+    public var value: [UInt8]?
+    /// The headers.
+    public var headers: [KafkaHeader]
+
+    /// Creates a record to produce.
+    public init(topic: String, partition: Int32? = nil, key: [UInt8]? = nil, value: [UInt8]?, headers: [KafkaHeader] = []) {
+        self.topic = topic
+        self.partition = partition
+        self.key = key
+        self.value = value
+        self.headers = headers
+    }
+}
+
+/// The broker's acknowledgement of one produced record, or the reason it failed.
+public struct KafkaDeliveryReport: Sendable {
+    /// The caller's token given to ``KafkaProducer/produce(_:token:)``.
+    public var token: UInt64
+    /// Where the record was written; the offset is -1 when librdkafka does not know it (e.g. retried
+    /// idempotent messages).
+    public var topicPartition: TopicPartition
+    /// The offset written, or -1 if unknown.
+    public var offset: Int64
+    /// `nil` when the broker acknowledged the record; otherwise why it was not delivered.
+    public var error: KafkaError?
+}
