@@ -1,0 +1,144 @@
+import Synchronization
+
+/// How one worker run ended, with its timings.
+public struct ExecutionReport: Sendable {
+    /// The outcome: the worker's, `failed`/`workerError` if it threw, `failed`/`timeout` at the deadline.
+    public var outcome: WorkerOutcome
+    /// When the worker started, UNIX milliseconds.
+    public var startedAtMs: Int64
+    /// When the outcome was decided, UNIX milliseconds.
+    public var finishedAtMs: Int64
+    /// The run time in milliseconds, from the monotonic clock (the budget at a timeout).
+    public var durationMs: Double
+    /// Whether the budget ran out.
+    public var timedOut: Bool
+}
+
+/// Runs workers under their budget (contract section 2, rows 6–8).
+///
+/// The budget counts from the moment the worker starts. At the deadline the worker's task is cancelled and
+/// `failed`/`timeout` is reported at once, whether or not the worker stops; a worker still running a
+/// moment after its deadline is logged as ignoring cancellation and counted in
+/// ``ignoredCancellationCount``.
+public final class BudgetedExecutor: Sendable {
+    private let timer = DeadlineTimer()
+    private let logger: Logger
+    private let counters = Counters()
+
+    private final class Counters: Sendable {
+        let ignoredCancellations = Atomic<Int>(0)
+        let timeouts = Atomic<Int>(0)
+    }
+
+    /// Creates an executor with its deadline thread.
+    public init(logger: Logger = Logger(label: "pushworker.executor")) {
+        self.logger = logger
+    }
+
+    deinit { timer.stop() }
+
+    /// Workers that were still running past their deadline (they ignored cancellation).
+    public var ignoredCancellationCount: Int { counters.ignoredCancellations.load(ordering: .relaxed) }
+    /// Runs that reached their deadline.
+    public var timeoutCount: Int { counters.timeouts.load(ordering: .relaxed) }
+
+    /// Starts `job` on `registered.worker` now, under `registered.budget`, and calls `completion` exactly
+    /// once: with the worker's outcome, or at the deadline with `failed`/`timeout`.
+    public func run(_ job: Job, on registered: RegisteredWorker, completion: @escaping @Sendable (ExecutionReport) -> Void) {
+        var started = job
+        let start = ContinuousClock.now
+        let startedAtMs = Clock.nowMs()
+        started.start(budget: registered.budget, at: start)
+        let job = started
+        let run = WorkerRun()
+        let budget = registered.budget
+        let deadline = job.deadline
+        let entry = timer.schedule(at: deadline, budget: budget) { [logger, counters] in
+            guard run.claim() else { return }
+            run.cancel()
+            counters.timeouts.add(1, ordering: .relaxed)
+            let budgetMs = Self.milliseconds(budget)
+            logger.warning("worker ran past its budget; cancelled", metadata: [
+                "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "budgetMs": Self.format(budgetMs),
+            ])
+            completion(ExecutionReport(
+                outcome: .failed(.timeout, detail: "the worker ran past its budget of \(Self.format(budgetMs)) ms"),
+                startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(), durationMs: budgetMs, timedOut: true))
+        }
+        let task = Task { [timer, logger, counters] in
+            let outcome: WorkerOutcome
+            do {
+                outcome = try await registered.worker.perform(job)
+            } catch {
+                outcome = .failed(.workerError, detail: String(describing: error))
+            }
+            let end = ContinuousClock.now
+            if run.claim() {
+                timer.cancel(entry)
+                completion(ExecutionReport(
+                    outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(),
+                    durationMs: Self.milliseconds(start.duration(to: end)), timedOut: false))
+            } else {
+                let late = Self.milliseconds(deadline.duration(to: end))
+                if late > 100 {
+                    counters.ignoredCancellations.add(1, ordering: .relaxed)
+                    logger.warning("worker ignored cancellation: it finished after its deadline", metadata: [
+                        "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "lateMs": Self.format(late),
+                    ])
+                }
+            }
+        }
+        run.attach(task)
+    }
+
+    /// Runs `job` like ``run(_:on:completion:)`` and returns the report.
+    public func run(_ job: Job, on registered: RegisteredWorker) async -> ExecutionReport {
+        await withCheckedContinuation { continuation in
+            run(job, on: registered) { continuation.resume(returning: $0) }
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    }
+
+    static func format(_ ms: Double) -> String { ResultRecord.formatDuration(ms) }
+}
+
+/// One worker run: who decides its outcome (the worker or the deadline) and its task, for cancellation.
+final class WorkerRun: Sendable {
+    private struct State {
+        var claimed = false
+        var cancelled = false
+        var task: Task<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    /// Returns true to the first caller only.
+    func claim() -> Bool {
+        state.withLock { state in
+            if state.claimed { return false }
+            state.claimed = true
+            return true
+        }
+    }
+
+    func attach(_ task: Task<Void, Never>) {
+        let cancelNow = state.withLock { state -> Bool in
+            if state.cancelled { return true }
+            if !state.claimed { state.task = task }
+            return false
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.cancelled = true
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
+    }
+}

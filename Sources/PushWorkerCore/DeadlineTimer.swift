@@ -1,0 +1,121 @@
+import Foundation
+
+/// Fires actions at deadlines on one dedicated thread, with O(1) schedule and cancel.
+///
+/// Deadlines are kept in one first-in first-out list per budget: jobs with the same budget that start
+/// later end later, so each list stays in deadline order and the next deadline is always at a list head.
+///
+/// `@unchecked Sendable`: all mutable state (the lists and each entry's links) is read and written only
+/// while holding `condition`'s lock.
+final class DeadlineTimer: @unchecked Sendable {
+    /// A scheduled action. Its links are guarded by the timer's lock.
+    final class Entry: @unchecked Sendable {
+        let deadline: ContinuousClock.Instant
+        let budget: Duration
+        let action: @Sendable () -> Void
+        fileprivate var previous: Entry?
+        fileprivate var next: Entry?
+        fileprivate var linked = false
+
+        init(deadline: ContinuousClock.Instant, budget: Duration, action: @escaping @Sendable () -> Void) {
+            self.deadline = deadline
+            self.budget = budget
+            self.action = action
+        }
+    }
+
+    private struct List {
+        var head: Entry?
+        var tail: Entry?
+    }
+
+    private let condition = NSCondition()
+    private var lists: [Duration: List] = [:]
+    private var waitingUntil: ContinuousClock.Instant?
+    private var stopped = false
+
+    init() {
+        let thread = Thread { [self] in self.loop() }
+        thread.name = "pushworker-deadlines"
+        thread.start()
+    }
+
+    /// Schedules `action` at `deadline`; `budget` names the list it joins.
+    func schedule(at deadline: ContinuousClock.Instant, budget: Duration, _ action: @escaping @Sendable () -> Void) -> Entry {
+        let entry = Entry(deadline: deadline, budget: budget, action: action)
+        condition.lock()
+        var list = lists[budget] ?? List()
+        if let tail = list.tail {
+            tail.next = entry
+            entry.previous = tail
+        } else {
+            list.head = entry
+        }
+        list.tail = entry
+        entry.linked = true
+        lists[budget] = list
+        if list.head === entry, waitingUntil.map({ deadline < $0 }) ?? true {
+            condition.signal()
+        }
+        condition.unlock()
+        return entry
+    }
+
+    /// Cancels an entry that has not fired. Cancelling a fired or cancelled entry does nothing.
+    func cancel(_ entry: Entry) {
+        condition.lock()
+        unlink(entry)
+        condition.unlock()
+    }
+
+    /// Stops the thread; pending actions never fire.
+    func stop() {
+        condition.lock()
+        stopped = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func unlink(_ entry: Entry) {
+        guard entry.linked, var list = lists[entry.budget] else { return }
+        if let previous = entry.previous { previous.next = entry.next } else { list.head = entry.next }
+        if let next = entry.next { next.previous = entry.previous } else { list.tail = entry.previous }
+        entry.previous = nil
+        entry.next = nil
+        entry.linked = false
+        if list.head == nil { lists[entry.budget] = nil } else { lists[entry.budget] = list }
+    }
+
+    private func loop() {
+        condition.lock()
+        while !stopped {
+            let now = ContinuousClock.now
+            var due: [Entry] = []
+            var earliest: ContinuousClock.Instant?
+            for list in lists.values {
+                var entry = list.head
+                while let current = entry, current.deadline <= now {
+                    due.append(current)
+                    entry = current.next
+                }
+                if let entry { earliest = min(earliest ?? entry.deadline, entry.deadline) }
+            }
+            if !due.isEmpty {
+                due.forEach(unlink)
+                condition.unlock()
+                for entry in due { entry.action() }
+                condition.lock()
+                continue
+            }
+            waitingUntil = earliest
+            if let earliest {
+                let seconds = Double(now.duration(to: earliest).components.attoseconds) / 1e18 + Double(now.duration(to: earliest).components.seconds)
+                _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
+            } else {
+                condition.wait()
+            }
+            waitingUntil = nil
+        }
+        condition.unlock()
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Synchronization
+
+/// One job handed to a ``Worker``: a validated background push and its context.
+public struct Job: Sendable {
+    /// The message id: the `apns-id` header, or `<topic>-<partition>-<offset>`.
+    public var messageId: String
+    /// The payload's `type`, or `nil` when a default worker took a record without one.
+    public var type: String?
+    /// The raw record value: a UTF-8 JSON object (at most the payload limit, 4096 bytes by default).
+    public var value: [UInt8]
+    /// The ordering key, or `nil`.
+    public var key: [UInt8]?
+    /// The record headers.
+    public var headers: [(name: String, value: [UInt8]?)]
+    /// Where the record came from.
+    public var source: RecordSource
+    /// The W3C `traceparent` header, if the record had one.
+    public var traceparent: String?
+    /// The run: 1 for the first.
+    public var attempt: Int
+    /// When the budget runs out, in milliseconds since the UNIX epoch. Set when the worker starts.
+    public var deadlineMs: Int64
+    /// When the budget runs out, on the monotonic clock. Set when the worker starts.
+    public var deadline: ContinuousClock.Instant
+    private let parsed: ParsedObject
+
+    /// Creates a job (the testing kit and tests build them by hand; the service builds them from records).
+    public init(
+        messageId: String,
+        type: String?,
+        value: [UInt8],
+        key: [UInt8]? = nil,
+        headers: [(name: String, value: [UInt8]?)] = [],
+        source: RecordSource,
+        traceparent: String? = nil,
+        attempt: Int = 1,
+        deadline: ContinuousClock.Instant = .now.advanced(by: .seconds(30))
+    ) {
+        self.messageId = messageId
+        self.type = type
+        self.value = value
+        self.key = key
+        self.headers = headers
+        self.source = source
+        self.traceparent = traceparent
+        self.attempt = attempt
+        self.deadline = deadline
+        self.deadlineMs = Clock.wallMs(at: deadline)
+        self.parsed = ParsedObject()
+    }
+
+    /// The time left in the budget (zero once the deadline has passed). Size I/O timeouts from it.
+    public var remaining: Duration {
+        max(.zero, ContinuousClock.now.duration(to: deadline))
+    }
+
+    /// The payload as a JSON object: `aps`, `type` and the job's data keys. Decoded on first use and kept.
+    public var object: [String: JSONValue] { parsed.object(of: value) }
+
+    /// Decodes the payload into `T` with Foundation's `JSONDecoder`.
+    /// - Throws: `DecodingError` when the payload does not match `T`.
+    public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(value))
+    }
+
+    /// The first header named `name` as a UTF-8 string, or `nil`.
+    public func header(_ name: String) -> String? {
+        for header in headers where header.name == name {
+            return header.value.flatMap { String(validating: $0, as: UTF8.self) }
+        }
+        return nil
+    }
+
+    /// Sets the deadline (called by the executor when the worker starts).
+    mutating func start(budget: Duration, at start: ContinuousClock.Instant) {
+        deadline = start.advanced(by: budget)
+        deadlineMs = Clock.wallMs(at: deadline)
+    }
+}
+
+/// The lazily decoded payload object of a job, shared by copies of the job.
+final class ParsedObject: Sendable {
+    private let cache = Mutex<[String: JSONValue]?>(nil)
+
+    func object(of value: [UInt8]) -> [String: JSONValue] {
+        if let cached = cache.withLock({ $0 }) { return cached }
+        // The value was validated as a JSON object before the job was built.
+        let decoded = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(value))) ?? [:]
+        cache.withLock { $0 = decoded }
+        return decoded
+    }
+}

@@ -1,0 +1,209 @@
+import Synchronization
+
+/// Turns input records into results: validates them (contract section 2, rows 1–5), routes each by its
+/// `type`, and runs workers under their budgets with a bound on jobs in flight and same-key ordering.
+///
+/// - Records with the same key run one after another, in submission (offset) order; records with
+///   different keys, or none, may run in parallel.
+/// - At most `maxInFlight` workers run at once; the rest wait, and their budget has not started.
+/// - Every submitted record yields exactly one ``ResultRecord`` through `onResult`, unless it is taken
+///   back with ``discardWaiting(where:)`` before its worker starts.
+///
+/// `onResult` is called on the submitting thread for records rejected before routing, and on the
+/// executor's threads for worker results. It must not block.
+public final class JobDispatcher: Sendable {
+    /// A routed job waiting for, or holding, a slot.
+    struct Pending: Sendable {
+        var job: Job
+        var worker: RegisteredWorker
+        var receivedAtMs: Int64
+        var hasApnsId: Bool
+    }
+
+    private struct State {
+        var running = 0
+        /// Keys with a job running or waiting; each holds the jobs queued behind the running one.
+        var keyQueues: [[UInt8]: FIFOQueue<Pending>] = [:]
+        /// Jobs whose key is free, waiting for a slot.
+        var ready = FIFOQueue<Pending>()
+        var waiting = 0
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+    private let registry: WorkerRegistry
+    private let validator: PayloadValidator
+    private let executor: BudgetedExecutor
+    private let maxInFlight: Int
+    private let onResult: @Sendable (ResultRecord) -> Void
+
+    /// Creates a dispatcher.
+    /// - Parameters:
+    ///   - registry: the workers by `type`, and the default worker.
+    ///   - validator: the payload checks (payload size limit).
+    ///   - maxInFlight: the most workers running at once (at least 1).
+    ///   - executor: runs workers under their budgets.
+    ///   - onResult: receives every result.
+    public init(
+        registry: WorkerRegistry,
+        validator: PayloadValidator = PayloadValidator(),
+        maxInFlight: Int,
+        executor: BudgetedExecutor,
+        onResult: @escaping @Sendable (ResultRecord) -> Void
+    ) {
+        self.registry = registry
+        self.validator = validator
+        self.executor = executor
+        self.maxInFlight = max(1, maxInFlight)
+        self.onResult = onResult
+    }
+
+    /// Workers running now.
+    public var runningCount: Int { state.withLock { $0.running } }
+    /// Routed jobs waiting for a slot or for their key (their budget has not started).
+    public var waitingCount: Int { state.withLock { $0.waiting } }
+
+    /// Validates, routes and queues `records`, in order.
+    public func submit(_ records: [InputRecord]) {
+        let nowMs = Clock.nowMs()
+        var routed: [Pending] = []
+        routed.reserveCapacity(records.count)
+        for record in records {
+            switch prepare(record, nowMs: nowMs) {
+            case .result(let result): onResult(result)
+            case .job(let pending): routed.append(pending)
+            }
+        }
+        guard !routed.isEmpty else { return }
+        let toStart = state.withLock { state -> [Pending] in
+            var toStart: [Pending] = []
+            for pending in routed {
+                if let key = pending.job.key {
+                    if state.keyQueues[key] != nil {
+                        state.keyQueues[key]?.append(pending)
+                        state.waiting += 1
+                        continue
+                    }
+                    state.keyQueues[key] = FIFOQueue()
+                }
+                if state.running < maxInFlight {
+                    state.running += 1
+                    toStart.append(pending)
+                } else {
+                    state.ready.append(pending)
+                    state.waiting += 1
+                }
+            }
+            return toStart
+        }
+        toStart.forEach(start)
+    }
+
+    /// Takes back waiting jobs whose source matches (their workers never start and they get no result),
+    /// e.g. for partitions being revoked or at shutdown. Running jobs are not affected.
+    /// - Returns: the sources taken back.
+    public func discardWaiting(where matches: @Sendable (RecordSource) -> Bool) -> [RecordSource] {
+        let (removed, wake) = state.withLock { state -> ([RecordSource], [CheckedContinuation<Void, Never>]) in
+            var removed = state.ready.removeAll { matches($0.job.source) }.map(\.job.source)
+            for key in Array(state.keyQueues.keys) {
+                removed += state.keyQueues[key]?.removeAll { matches($0.job.source) }.map(\.job.source) ?? []
+            }
+            state.waiting -= removed.count
+            guard state.running == 0 && state.waiting == 0 else { return (removed, []) }
+            state.keyQueues.removeAll()
+            defer { state.idleWaiters.removeAll() }
+            return (removed, state.idleWaiters)
+        }
+        wake.forEach { $0.resume() }
+        return removed
+    }
+
+    /// Returns once no worker runs and none waits.
+    public func waitUntilIdle() async {
+        await withCheckedContinuation { continuation in
+            let idle = state.withLock { state -> Bool in
+                if state.running == 0 && state.waiting == 0 { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+
+    private enum Prepared {
+        case result(ResultRecord)
+        case job(Pending)
+    }
+
+    private func prepare(_ record: InputRecord, nowMs: Int64) -> Prepared {
+        var apnsId: String?
+        var expiration: String?
+        var traceparent: String?
+        for header in record.headers {
+            switch header.name {
+            case "apns-id" where apnsId == nil: apnsId = header.value.flatMap { String(validating: $0, as: UTF8.self) }
+            case "apns-expiration" where expiration == nil: expiration = header.value.map { String(decoding: $0, as: UTF8.self) }
+            case "traceparent" where traceparent == nil: traceparent = header.value.flatMap { String(validating: $0, as: UTF8.self) }
+            default: break
+            }
+        }
+        let messageId = (apnsId?.isEmpty == false ? apnsId : nil) ?? record.source.defaultMessageId
+        func immediate(_ result: BackgroundFetchResult, _ reason: ResultReason, _ detail: String, type: String?) -> Prepared {
+            .result(ResultRecord(
+                messageId: messageId, type: type, result: result, reason: reason, detail: detail, worker: nil,
+                source: record.source, receivedAtMs: record.receivedAtMs, startedAtMs: nil, finishedAtMs: Clock.nowMs(),
+                durationMs: 0, key: record.key, traceparent: traceparent, hasApnsId: apnsId != nil))
+        }
+        switch validator.validate(value: record.value, apnsExpiration: expiration, nowMs: nowMs) {
+        case .rejected(let result, let reason, let detail):
+            return immediate(result, reason, detail, type: nil)
+        case .accepted(let type):
+            guard let worker = registry.route(type: type), let value = record.value else {
+                let detail = type.map { "no worker is registered for type \"\($0)\" and there is no default worker" }
+                    ?? "the payload has no string \"type\" and there is no default worker"
+                return immediate(.noData, .noWorker, detail, type: type)
+            }
+            let job = Job(
+                messageId: messageId, type: type, value: value, key: record.key, headers: record.headers,
+                source: record.source, traceparent: traceparent)
+            return .job(Pending(job: job, worker: worker, receivedAtMs: record.receivedAtMs, hasApnsId: apnsId != nil))
+        }
+    }
+
+    private func start(_ pending: Pending) {
+        executor.run(pending.job, on: pending.worker) { [self] report in
+            let job = pending.job
+            onResult(ResultRecord(
+                messageId: job.messageId, type: job.type, result: report.outcome.result, reason: report.outcome.reason,
+                detail: report.outcome.detail, worker: pending.worker.name, attempt: job.attempt, source: job.source,
+                receivedAtMs: pending.receivedAtMs, startedAtMs: report.startedAtMs, finishedAtMs: report.finishedAtMs,
+                durationMs: report.durationMs, key: job.key, traceparent: job.traceparent, hasApnsId: pending.hasApnsId))
+            finished(pending)
+        }
+    }
+
+    private func finished(_ pending: Pending) {
+        let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
+            state.running -= 1
+            if let key = pending.job.key {
+                if let next = state.keyQueues[key]?.popFirst() {
+                    // The key's next job moves to the back of the ready line; it waits no longer for its key.
+                    state.ready.append(next)
+                } else {
+                    state.keyQueues[key] = nil
+                }
+            }
+            var toStart: [Pending] = []
+            while state.running < maxInFlight, let next = state.ready.popFirst() {
+                state.running += 1
+                state.waiting -= 1
+                toStart.append(next)
+            }
+            guard state.running == 0 && state.waiting == 0 else { return (toStart, []) }
+            defer { state.idleWaiters.removeAll() }
+            return (toStart, state.idleWaiters)
+        }
+        toStart.forEach(start)
+        wake.forEach { $0.resume() }
+    }
+}

@@ -1,0 +1,20 @@
+/// The built-in `noop` worker (contract section 6): returns a configured outcome after an optional
+/// delay. For demos, tests and benchmarks.
+public struct NoopWorker: Worker {
+    /// The outcome returned.
+    public var outcome: WorkerOutcome
+    /// How long to wait before returning (default zero). The wait stops early, with `CancellationError`,
+    /// when the budget runs out.
+    public var delay: Duration
+
+    /// Creates a noop worker.
+    public init(outcome: WorkerOutcome = .noData, delay: Duration = .zero) {
+        self.outcome = outcome
+        self.delay = delay
+    }
+
+    public func perform(_ job: Job) async throws -> WorkerOutcome {
+        if delay > .zero { try await Task.sleep(for: delay) }
+        return outcome
+    }
+}

@@ -1,0 +1,150 @@
+import CCJSON
+
+/// Checks a record as Apple checks a background push, in the contract's order (section 2, rows 1–4), and
+/// reads its `type`.
+///
+/// JSON syntax is checked by cJSON (Debian `libcjson-dev`); UTF-8 by the Swift standard library.
+public struct PayloadValidator: Sendable {
+    /// The largest value accepted, in bytes: 4096 by default, APNs's limit for a background push.
+    public var maxPayloadBytes: Int
+
+    /// The checks' verdict on one record.
+    public enum Verdict: Sendable, Equatable {
+        /// The record passed rows 1–4; `type` is its string `type`, or `nil` if missing or not a string.
+        case accepted(type: String?)
+        /// The record got its result without running a worker.
+        case rejected(BackgroundFetchResult, ResultReason, detail: String)
+    }
+
+    /// Creates a validator.
+    /// - Parameter maxPayloadBytes: the value size limit in bytes (default 4096).
+    public init(maxPayloadBytes: Int = 4096) {
+        self.maxPayloadBytes = maxPayloadBytes
+    }
+
+    /// Checks `value` and the `apns-expiration` header at `nowMs` (UNIX milliseconds).
+    ///
+    /// - Parameter apnsExpiration: the `apns-expiration` header text (UNIX seconds), or `nil` if absent.
+    public func validate(value: [UInt8]?, apnsExpiration: String?, nowMs: Int64) -> Verdict {
+        guard let value else {
+            return .rejected(.failed, .invalidPayload, detail: "the record value is null; expected a JSON object")
+        }
+        // Row 1: size, before any parsing.
+        if value.count > maxPayloadBytes {
+            return .rejected(.failed, .payloadTooLarge, detail: "the value is \(value.count) bytes; the limit is \(maxPayloadBytes) bytes")
+        }
+        if value.isEmpty {
+            return .rejected(.failed, .invalidPayload, detail: "the record value is empty; expected a JSON object")
+        }
+        // Row 2: valid UTF-8, then a JSON object.
+        guard Self.isValidUTF8(value) else {
+            return .rejected(.failed, .invalidPayload, detail: "the value is not valid UTF-8")
+        }
+        let parsed: ParsedEnvelope
+        switch Self.parseEnvelope(value) {
+        case .failure(let detail):
+            return .rejected(.failed, .invalidPayload, detail: detail)
+        case .success(let envelope):
+            parsed = envelope
+        }
+        // Row 3: aps.content-available must be the integer 1.
+        if let problem = parsed.silentProblem {
+            return .rejected(.noData, .notSilent, detail: problem)
+        }
+        // Row 4: apns-expiration (UNIX seconds); 0 or absent = never expires.
+        if let apnsExpiration {
+            let text = apnsExpiration.trimmingSpaces
+            guard let seconds = Int64(text), seconds >= 0 else {
+                return .rejected(.failed, .invalidPayload, detail: "the apns-expiration header '\(apnsExpiration)' is not UNIX seconds")
+            }
+            if seconds != 0 && seconds * 1000 <= nowMs {
+                return .rejected(.noData, .expired, detail: "apns-expiration \(seconds) passed before the record was taken")
+            }
+        }
+        return .accepted(type: parsed.type)
+    }
+
+    @inline(__always)
+    static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
+        // ASCII fast path; otherwise the standard library's validating decoder.
+        if bytes.allSatisfy({ $0 < 0x80 }) { return true }
+        return String(validating: bytes, as: UTF8.self) != nil
+    }
+
+    struct ParsedEnvelope {
+        var type: String?
+        var silentProblem: String?
+    }
+
+    enum ParseResult {
+        case success(ParsedEnvelope)
+        case failure(String)
+    }
+
+    static func parseEnvelope(_ value: [UInt8]) -> ParseResult {
+        value.withUnsafeBufferPointer { buffer -> ParseResult in
+            buffer.withMemoryRebound(to: CChar.self) { chars -> ParseResult in
+                guard let base = chars.baseAddress else { return .failure("the record value is empty; expected a JSON object") }
+                var end: UnsafePointer<CChar>?
+                guard let root = cJSON_ParseWithLengthOpts(base, chars.count, &end, 0) else {
+                    let at = end.map { base.distance(to: $0) } ?? 0
+                    return .failure("the value is not valid JSON (syntax error near byte \(at))")
+                }
+                defer { cJSON_Delete(root) }
+                // Only whitespace may follow the value.
+                if let end {
+                    var index = base.distance(to: end)
+                    while index < chars.count {
+                        switch UInt8(bitPattern: chars[index]) {
+                        case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                        default: return .failure("the value is not valid JSON (unexpected data after the object at byte \(index))")
+                        }
+                    }
+                }
+                guard cJSON_IsObject(root) != 0 else {
+                    return .failure("the value is JSON but not an object")
+                }
+                var envelope = ParsedEnvelope()
+                if let type = cJSON_GetObjectItemCaseSensitive(root, "type"), cJSON_IsString(type) != 0, let text = type.pointee.valuestring {
+                    envelope.type = String(cString: text)
+                }
+                guard let aps = cJSON_GetObjectItemCaseSensitive(root, "aps") else {
+                    envelope.silentProblem = "no aps dictionary; a background push needs \"aps\": {\"content-available\": 1}"
+                    return .success(envelope)
+                }
+                guard cJSON_IsObject(aps) != 0 else {
+                    envelope.silentProblem = "aps is not a dictionary"
+                    return .success(envelope)
+                }
+                guard let flag = cJSON_GetObjectItemCaseSensitive(aps, "content-available") else {
+                    envelope.silentProblem = "aps has no content-available; a background push needs \"content-available\": 1"
+                    return .success(envelope)
+                }
+                if cJSON_IsNumber(flag) == 0 || flag.pointee.valuedouble != 1 {
+                    envelope.silentProblem = "aps.content-available is \(describe(flag)); it must be the integer 1"
+                }
+                return .success(envelope)
+            }
+        }
+    }
+
+    private static func describe(_ item: UnsafeMutablePointer<cJSON>) -> String {
+        if cJSON_IsBool(item) != 0 { return cJSON_IsTrue(item) != 0 ? "true" : "false" }
+        if cJSON_IsNull(item) != 0 { return "null" }
+        if cJSON_IsString(item) != 0, let text = item.pointee.valuestring { return "the string \"\(String(cString: text).prefix(32))\"" }
+        if cJSON_IsNumber(item) != 0 {
+            let number = item.pointee.valuedouble
+            return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        }
+        if cJSON_IsArray(item) != 0 { return "an array" }
+        return "an object"
+    }
+}
+
+extension String {
+    var trimmingSpaces: Substring {
+        let start = firstIndex(where: { $0 != " " }) ?? endIndex
+        let end = lastIndex(where: { $0 != " " }).map(index(after:)) ?? endIndex
+        return start < end ? self[start..<end] : ""
+    }
+}

@@ -1,0 +1,126 @@
+/// One result (contract section 3): what happened to one input record.
+///
+/// ``jsonBytes()`` is the exact value written to the results topic. ``key`` and the `apns-id` /
+/// ``traceparent`` headers go on the Kafka record beside it.
+public struct ResultRecord: Sendable, Hashable {
+    /// The `apns-id`, or `<topic>-<partition>-<offset>`.
+    public var messageId: String
+    /// The payload's `type`, or `nil` when it had none (or the value was not readable).
+    public var type: String?
+    /// `newData`, `noData` or `failed`.
+    public var result: BackgroundFetchResult
+    /// pushworker's reason or the worker's, or `nil`.
+    public var reason: ResultReason?
+    /// Human-readable detail (error text, exit status, HTTP status), or `nil`.
+    public var detail: String?
+    /// The worker that ran, or `nil` if none ran.
+    public var worker: String?
+    /// 1 for the first run.
+    public var attempt: Int
+    /// The input record's topic, partition and offset.
+    public var source: RecordSource
+    /// When the record was taken, UNIX milliseconds.
+    public var receivedAtMs: Int64
+    /// When the worker started, UNIX milliseconds, or `nil` if no worker ran.
+    public var startedAtMs: Int64?
+    /// When the result was decided, UNIX milliseconds.
+    public var finishedAtMs: Int64
+    /// The worker's run time in milliseconds (0 if it did not run).
+    public var durationMs: Double
+    /// The input's key (the result record is keyed by it); not part of the JSON value.
+    public var key: [UInt8]?
+    /// The input's W3C `traceparent` header, copied to the result's headers; not part of the JSON value.
+    public var traceparent: String?
+    /// Whether the input had an `apns-id` header (copied to the result's headers when it did).
+    public var hasApnsId: Bool
+
+    /// Creates a result.
+    public init(
+        messageId: String, type: String?, result: BackgroundFetchResult, reason: ResultReason?, detail: String?,
+        worker: String?, attempt: Int = 1, source: RecordSource, receivedAtMs: Int64, startedAtMs: Int64?,
+        finishedAtMs: Int64, durationMs: Double, key: [UInt8]? = nil, traceparent: String? = nil, hasApnsId: Bool = false
+    ) {
+        self.messageId = messageId
+        self.type = type
+        self.result = result
+        self.reason = reason
+        self.detail = detail
+        self.worker = worker
+        self.attempt = attempt
+        self.source = source
+        self.receivedAtMs = receivedAtMs
+        self.startedAtMs = startedAtMs
+        self.finishedAtMs = finishedAtMs
+        self.durationMs = durationMs
+        self.key = key
+        self.traceparent = traceparent
+        self.hasApnsId = hasApnsId
+    }
+
+    /// The JSON value of the result record, UTF-8, keys in contract order:
+    /// `messageId, type, result, reason, detail, worker, attempt, source{topic,partition,offset},
+    /// receivedAt, startedAt, finishedAt, durationMs`. Timestamps are RFC 3339 UTC with milliseconds;
+    /// `durationMs` has microsecond precision.
+    public func jsonBytes() -> [UInt8] {
+        var out = JSONWriter()
+        out.raw("{\"messageId\":"); out.string(messageId)
+        out.raw(",\"type\":"); out.optionalString(type)
+        out.raw(",\"result\":\""); out.raw(result.rawValue); out.raw("\"")
+        out.raw(",\"reason\":"); out.optionalString(reason?.rawValue)
+        out.raw(",\"detail\":"); out.optionalString(detail)
+        out.raw(",\"worker\":"); out.optionalString(worker)
+        out.raw(",\"attempt\":"); out.raw(String(attempt))
+        out.raw(",\"source\":{\"topic\":"); out.string(source.topic)
+        out.raw(",\"partition\":"); out.raw(String(source.partition))
+        out.raw(",\"offset\":"); out.raw(String(source.offset))
+        out.raw("},\"receivedAt\":\""); out.raw(Clock.rfc3339(ms: receivedAtMs))
+        out.raw("\",\"startedAt\":"); out.optionalString(startedAtMs.map(Clock.rfc3339(ms:)))
+        out.raw(",\"finishedAt\":\""); out.raw(Clock.rfc3339(ms: finishedAtMs))
+        out.raw("\",\"durationMs\":"); out.raw(Self.formatDuration(durationMs))
+        out.raw("}")
+        return out.bytes
+    }
+
+    static func formatDuration(_ ms: Double) -> String {
+        guard ms.isFinite, ms > 0 else { return "0" }
+        let micros = (ms * 1000).rounded()
+        let whole = Int64(micros) / 1000
+        let fraction = Int64(micros) % 1000
+        if fraction == 0 { return String(whole) }
+        var text = String(fraction)
+        text = String(repeating: "0", count: 3 - text.count) + text
+        while text.hasSuffix("0") { text.removeLast() }
+        return "\(whole).\(text)"
+    }
+}
+
+/// Appends JSON text to a byte buffer (strings escaped per RFC 8259).
+struct JSONWriter {
+    var bytes: [UInt8] = []
+
+    init() { bytes.reserveCapacity(384) }
+
+    mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+    mutating func optionalString(_ text: String?) {
+        if let text { string(text) } else { raw("null") }
+    }
+
+    mutating func string(_ text: String) {
+        bytes.append(0x22)
+        for byte in text.utf8 {
+            switch byte {
+            case 0x22: bytes.append(0x5C); bytes.append(0x22)
+            case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+            case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
+            case 0x0D: bytes.append(0x5C); bytes.append(0x72)
+            case 0x09: bytes.append(0x5C); bytes.append(0x74)
+            case 0x00..<0x20:
+                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(0x22)
+    }
+}
