@@ -61,3 +61,11 @@ public struct KafkaConfiguration: Sendable, Equatable {
         return conf
     }
 }
+
+extension KafkaConfiguration {
+    /// Checks every property with librdkafka (`rd_kafka_conf_set` on a scratch configuration).
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` naming the first property librdkafka rejects.
+    public func validate() throws {
+        rd_kafka_conf_destroy(try makeConf())
+    }
+}

@@ -73,7 +73,7 @@ public final class KafkaProducer: Sendable {
     /// - Parameter token: the caller's identifier for this record, at most ``maximumToken``.
     /// - Throws: ``KafkaError/Code/queueFull`` when librdkafka's queue is full (retry after deliveries),
     ///   ``KafkaError/Code/closed`` after ``close(timeoutMs:)``, or another ``KafkaError``.
-    public func produce(_ record: KafkaOutgoingRecord, token: UInt64) throws {
+    public func produce(_ record: KafkaOutgoingRecord, token: UInt64) throws(KafkaError) {
         try enqueue(record, opaque: UnsafeMutableRawPointer(bitPattern: UInt(token & Self.maximumToken)))
     }
 

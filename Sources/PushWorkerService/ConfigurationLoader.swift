@@ -1,0 +1,266 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+
+extension ServiceConfiguration {
+    /// Environment variables read over the file: the name and what it sets.
+    public static let environmentOverrides: [(name: String, sets: String)] = [
+        ("PUSHWORKER_BOOTSTRAP_SERVERS", "kafka.\"bootstrap.servers\""),
+        ("PUSHWORKER_GROUP_ID", "groupId"),
+        ("PUSHWORKER_INPUT_TOPICS", "inputTopics (comma-separated)"),
+        ("PUSHWORKER_RESULTS_TOPIC", "resultsTopic"),
+        ("PUSHWORKER_MAX_IN_FLIGHT", "maxInFlight"),
+        ("PUSHWORKER_LOG_LEVEL", "log.level"),
+        ("PUSHWORKER_LOG_FORMAT", "log.format"),
+    ]
+
+    /// Loads a configuration: built-in defaults, then the JSON5 file at `path` (if any), then the
+    /// environment overrides (``environmentOverrides``).
+    ///
+    /// - Throws: ``ConfigurationError`` naming the bad key (unknown keys are refused, so typos are caught).
+    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServiceConfiguration {
+        var configuration = ServiceConfiguration()
+        if let path {
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: path))
+            } catch {
+                throw ConfigurationError(.unreadable, key: nil, "cannot read the config file \(path): \(error.localizedDescription)")
+            }
+            try configuration.apply(json5: data, file: path)
+        }
+        try configuration.applyEnvironment(environment)
+        try configuration.check()
+        return configuration
+    }
+
+    /// Parses a JSON5 document over this configuration.
+    /// - Throws: ``ConfigurationError``.
+    public mutating func apply(json5 data: Data, file: String = "the config") throws {
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        let root: JSONValue
+        do {
+            root = try decoder.decode(JSONValue.self, from: data)
+        } catch let DecodingError.dataCorrupted(context) {
+            let reason = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+            throw ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: \(reason)")
+        } catch {
+            throw ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: \(error)")
+        }
+        var reader = try ConfigReader(root, path: "")
+        if let kafka = try reader.properties("kafka") { self.kafka = self.kafka.merging(kafka) }
+        if let consumer = try reader.properties("consumer") { self.consumer = consumer }
+        if let producer = try reader.properties("producer") { self.producer = producer }
+        if let value = try reader.string("groupId") { groupId = value }
+        if let value = try reader.stringList("inputTopics") { inputTopics = value }
+        if let value = try reader.string("resultsTopic") { resultsTopic = value }
+        if let value = try reader.int("maxInFlight", min: 1) { maxInFlight = value }
+        if let value = try reader.int("maxBufferedRecords", min: 1) { maxBufferedRecords = value }
+        if let value = try reader.int("maxPayloadBytes", min: 1) { maxPayloadBytes = value }
+        if let value = try reader.int("defaultBudgetMs", min: 1) { defaultBudgetMs = value }
+        if let value = try reader.int("drainTimeoutMs", min: 0) { drainTimeoutMs = value }
+        if var log = try reader.object("log") {
+            if let value = try log.string("level") { logLevel = try Self.parseLevel(value, key: "log.level") }
+            if let value = try log.string("format") { logFormat = try Self.parseFormat(value, key: "log.format") }
+            try log.finish()
+        }
+        if var dev = try reader.object("dev") {
+            if let value = try dev.int("partitions", min: 1) { devPartitions = value }
+            try dev.finish()
+        }
+        if var workers = try reader.object("workers") {
+            for type in workers.keys {
+                guard var spec = try workers.object(type) else { continue }
+                self.workers[type] = try Self.parseWorker(&spec)
+            }
+            try workers.finish()
+        }
+        if var spec = try reader.object("defaultWorker") {
+            defaultWorker = try Self.parseWorker(&spec)
+        }
+        try reader.finish()
+    }
+
+    mutating func applyEnvironment(_ environment: [String: String]) throws {
+        if let value = environment["PUSHWORKER_BOOTSTRAP_SERVERS"], !value.isEmpty { kafka["bootstrap.servers"] = value }
+        if let value = environment["PUSHWORKER_GROUP_ID"], !value.isEmpty { groupId = value }
+        if let value = environment["PUSHWORKER_INPUT_TOPICS"], !value.isEmpty {
+            inputTopics = value.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        if let value = environment["PUSHWORKER_RESULTS_TOPIC"], !value.isEmpty { resultsTopic = value }
+        if let value = environment["PUSHWORKER_MAX_IN_FLIGHT"], !value.isEmpty {
+            guard let number = Int(value), number >= 1 else {
+                throw ConfigurationError(.invalidValue, key: "PUSHWORKER_MAX_IN_FLIGHT", "must be an integer of at least 1, got '\(value)'")
+            }
+            maxInFlight = number
+        }
+        if let value = environment["PUSHWORKER_LOG_LEVEL"], !value.isEmpty { logLevel = try Self.parseLevel(value, key: "PUSHWORKER_LOG_LEVEL") }
+        if let value = environment["PUSHWORKER_LOG_FORMAT"], !value.isEmpty { logFormat = try Self.parseFormat(value, key: "PUSHWORKER_LOG_FORMAT") }
+    }
+
+    /// Checks what no single key can: required values, librdkafka's view of the properties, worker programs.
+    /// - Throws: ``ConfigurationError``.
+    public func check() throws {
+        if inputTopics.isEmpty { throw ConfigurationError(.invalidValue, key: "inputTopics", "must name at least one topic") }
+        if inputTopics.contains(resultsTopic) {
+            throw ConfigurationError(.invalidValue, key: "resultsTopic", "'\(resultsTopic)' is also an input topic; results would be consumed as pushes")
+        }
+        if groupId.isEmpty { throw ConfigurationError(.invalidValue, key: "groupId", "must not be empty") }
+        if bootstrapServers.isEmpty {
+            throw ConfigurationError(.invalidValue, key: "kafka.bootstrap.servers", "is empty; set it in the file, PUSHWORKER_BOOTSTRAP_SERVERS or --bootstrap-servers")
+        }
+        if consumer["enable.auto.offset.store"] == "true" || kafka["enable.auto.offset.store"] == "true" {
+            throw ConfigurationError(.kafkaProperty, key: "consumer.enable.auto.offset.store", "pushworker stores each offset itself once its result is acknowledged; remove this property")
+        }
+        for (section, properties) in [("consumer", consumerProperties), ("producer", producerProperties)] {
+            do {
+                try properties.validate()
+            } catch let error as KafkaError {
+                throw ConfigurationError(.kafkaProperty, key: section == "consumer" ? "kafka/consumer" : "kafka/producer", error.message)
+            }
+        }
+        for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
+            try Self.checkWorker(spec, key: "workers.\(type)")
+        }
+        if let defaultWorker { try Self.checkWorker(defaultWorker, key: "defaultWorker") }
+    }
+
+    private static func checkWorker(_ spec: WorkerSpec, key: String) throws {
+        if case .exec(let arguments, _, _, _) = spec.kind, let program = arguments.first, ExecWorker.resolve(program) == nil {
+            throw ConfigurationError(.invalidValue, key: "\(key).command", "the program '\(program)' is not found or not executable")
+        }
+    }
+
+    private static func parseLevel(_ value: String, key: String) throws -> Logger.Level {
+        guard let level = Logger.Level(rawValue: value.lowercased()) else {
+            throw ConfigurationError(.invalidValue, key: key, "must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got '\(value)'")
+        }
+        return level
+    }
+
+    private static func parseFormat(_ value: String, key: String) throws -> Logger.Format {
+        guard let format = Logger.Format(rawValue: value.lowercased()) else {
+            throw ConfigurationError(.invalidValue, key: key, "must be text or json, got '\(value)'")
+        }
+        return format
+    }
+
+    private static func parseWorker(_ spec: inout ConfigReader) throws -> WorkerSpec {
+        guard let kind = try spec.string("kind") else {
+            throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "is required: exec or noop")
+        }
+        let budgetMs = try spec.int("budgetMs", min: 1)
+        let result: WorkerSpec
+        switch kind {
+        case "exec":
+            guard let command = try spec.stringList("command"), !command.isEmpty, !command[0].isEmpty else {
+                throw ConfigurationError(.invalidValue, key: spec.path + ".command", "is required for an exec worker: the program and its arguments, e.g. [\"./worker.sh\", \"--fast\"]")
+            }
+            let environment = try spec.stringMap("env") ?? [:]
+            let workingDirectory = try spec.string("workingDirectory")
+            let grace = try spec.int("terminationGraceMs", min: 0) ?? 2000
+            result = WorkerSpec(kind: .exec(arguments: command, environment: environment, workingDirectory: workingDirectory, terminationGraceMs: grace), budgetMs: budgetMs)
+        case "noop":
+            let text = try spec.string("result") ?? "noData"
+            guard let outcome = BackgroundFetchResult(rawValue: text) else {
+                throw ConfigurationError(.invalidValue, key: spec.path + ".result", "must be newData, noData or failed, got '\(text)'")
+            }
+            let reason = try spec.string("reason")
+            let delay = try spec.int("delayMs", min: 0) ?? 0
+            result = WorkerSpec(kind: .noop(result: outcome, reason: reason, delayMs: delay), budgetMs: budgetMs)
+        default:
+            throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "unknown worker kind '\(kind)'; expected exec or noop")
+        }
+        try spec.finish()
+        return result
+    }
+}
+
+/// Reads one JSON object of the configuration, remembering which keys were used so that unknown keys
+/// (typos) are refused by ``finish()``.
+struct ConfigReader {
+    let path: String
+    private let members: [String: JSONValue]
+    private var used: Set<String> = []
+
+    init(_ value: JSONValue, path: String) throws {
+        guard case .object(let members) = value else {
+            throw ConfigurationError(.invalidValue, key: path.isEmpty ? nil : path, path.isEmpty ? "the config file must hold a JSON object" : "must be an object")
+        }
+        self.members = members
+        self.path = path
+    }
+
+    var keys: [String] { members.keys.sorted() }
+
+    private func key(_ name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
+
+    private mutating func value(_ name: String) -> JSONValue? {
+        used.insert(name)
+        guard let value = members[name], value != .null else { return nil }
+        return value
+    }
+
+    mutating func string(_ name: String) throws -> String? {
+        guard let value = value(name) else { return nil }
+        guard case .string(let text) = value else { throw ConfigurationError(.invalidValue, key: key(name), "must be a string") }
+        return text
+    }
+
+    mutating func int(_ name: String, min: Int) throws -> Int? {
+        guard let value = value(name) else { return nil }
+        guard case .int(let number) = value, number >= min, number <= Int64(Int32.max) else {
+            throw ConfigurationError(.invalidValue, key: key(name), "must be an integer of at least \(min)")
+        }
+        return Int(number)
+    }
+
+    mutating func stringList(_ name: String) throws -> [String]? {
+        guard let value = value(name) else { return nil }
+        if case .array(let items) = value {
+            return try items.map {
+                guard case .string(let text) = $0 else { throw ConfigurationError(.invalidValue, key: key(name), "must be a list of strings") }
+                return text
+            }
+        }
+        throw ConfigurationError(.invalidValue, key: key(name), "must be a list of strings")
+    }
+
+    mutating func stringMap(_ name: String) throws -> [String: String]? {
+        guard let value = value(name) else { return nil }
+        guard case .object(let members) = value else { throw ConfigurationError(.invalidValue, key: key(name), "must be an object of strings") }
+        return try members.mapValues {
+            guard case .string(let text) = $0 else { throw ConfigurationError(.invalidValue, key: key(name), "must be an object of strings") }
+            return text
+        }
+    }
+
+    /// librdkafka properties: values may be strings, numbers or Booleans and are passed on as text.
+    mutating func properties(_ name: String) throws -> KafkaConfiguration? {
+        guard let value = value(name) else { return nil }
+        guard case .object(let members) = value else { throw ConfigurationError(.invalidValue, key: key(name), "must be an object of librdkafka properties") }
+        var configuration = KafkaConfiguration()
+        for (property, item) in members.sorted(by: { $0.key < $1.key }) {
+            switch item {
+            case .string(let text): configuration[property] = text
+            case .int(let number): configuration[property] = String(number)
+            case .double(let number): configuration[property] = String(number)
+            case .bool(let flag): configuration[property] = flag ? "true" : "false"
+            default: throw ConfigurationError(.invalidValue, key: "\(key(name)).\(property)", "a librdkafka property must be a string, number or Boolean")
+            }
+        }
+        return configuration
+    }
+
+    mutating func object(_ name: String) throws -> ConfigReader? {
+        guard let value = value(name) else { return nil }
+        return try ConfigReader(value, path: key(name))
+    }
+
+    func finish() throws {
+        if let unknown = members.keys.sorted().first(where: { !used.contains($0) }) {
+            throw ConfigurationError(.unknownKey, key: key(unknown), "is not a known key (see the configuration reference in README.md)")
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+import Synchronization
+
+/// The consume side of the service, run on one dedicated thread: polls records in batches, tracks them,
+/// hands them to the dispatcher, applies backpressure with pause/resume, and handles rebalances.
+final class ConsumerLoop: Sendable {
+    private struct State {
+        /// Whether backpressure has paused the assignment.
+        var paused = false
+        var assigned: Set<TopicPartition> = []
+    }
+
+    private let state = Mutex(State())
+    private let consumer: KafkaConsumer
+    private let dispatcher: JobDispatcher
+    private let publisher: ResultPublisher
+    private let tracker: OffsetTracker
+    private let maxBuffered: Int
+    private let drainTimeoutMs: Int
+    private let logger: Logger
+    private let statistics: @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
+
+    /// The most records handed to the dispatcher at once.
+    static let batchSize = 2048
+
+    init(
+        consumer: KafkaConsumer, dispatcher: JobDispatcher, publisher: ResultPublisher, tracker: OffsetTracker,
+        maxBuffered: Int, drainTimeoutMs: Int, logger: Logger,
+        statistics: @escaping @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
+    ) {
+        self.consumer = consumer
+        self.dispatcher = dispatcher
+        self.publisher = publisher
+        self.tracker = tracker
+        self.maxBuffered = maxBuffered
+        self.drainTimeoutMs = drainTimeoutMs
+        self.logger = logger
+        self.statistics = statistics
+    }
+
+    /// Polls until `shouldStop` returns true, then stops taking records and waits (still serving the
+    /// consumer) for running jobs to finish or reach their deadline. Blocking: dedicated thread only.
+    /// - Throws: ``KafkaError/Code/fatal`` on a fatal consumer error.
+    func run(until shouldStop: () -> Bool) throws {
+        var batch: [InputRecord] = []
+        var taken: [(TopicPartition, Int64)] = []
+        batch.reserveCapacity(Self.batchSize)
+        taken.reserveCapacity(Self.batchSize)
+        while !shouldStop() {
+            var timeout: Int32 = 100
+            while batch.count < Self.batchSize, let record = try consumer.poll(timeoutMs: timeout) {
+                timeout = 0
+                let receivedAtMs = Clock.nowMs()
+                taken.append((record.topicPartition, record.offset))
+                batch.append(InputRecord(
+                    source: RecordSource(topic: record.topicPartition.topic, partition: record.topicPartition.partition, offset: record.offset),
+                    key: record.key, value: record.value,
+                    headers: record.headers.map { ($0.name, $0.value) },
+                    receivedAtMs: receivedAtMs))
+                if shouldStop() { break }
+            }
+            if !batch.isEmpty {
+                let count = batch.count
+                tracker.track(taken)
+                dispatcher.submit(batch)
+                statistics { $0.recordsConsumed += count }
+                batch.removeAll(keepingCapacity: true)
+                taken.removeAll(keepingCapacity: true)
+            }
+            publisher.retryBacklog()
+            applyBackpressure()
+        }
+        stopTaking()
+    }
+
+    /// Pauses the assignment while too many records are unfinished; resumes below half the bound.
+    private func applyBackpressure() {
+        let buffered = tracker.outstanding
+        let change = state.withLock { state -> (pause: Bool, partitions: [TopicPartition])? in
+            if !state.paused && buffered >= maxBuffered {
+                state.paused = true
+                return (true, Array(state.assigned))
+            }
+            if state.paused && buffered < maxBuffered / 2 {
+                state.paused = false
+                return (false, Array(state.assigned))
+            }
+            return nil
+        }
+        guard let change else { return }
+        if change.pause {
+            logger.debug("pausing partitions: too many unfinished records", metadata: ["unfinished": String(buffered)])
+            consumer.pause(change.partitions)
+        } else {
+            logger.debug("resuming partitions", metadata: ["unfinished": String(buffered)])
+            consumer.resume(change.partitions)
+        }
+    }
+
+    /// Stops taking records: pauses everything, takes back jobs that have not started, and waits for the
+    /// running ones (serving the consumer meanwhile; records it still returns are not taken).
+    private func stopTaking() {
+        let assigned = state.withLock { state -> [TopicPartition] in
+            state.paused = true
+            return Array(state.assigned)
+        }
+        consumer.pause(assigned)
+        let discarded = dispatcher.discardWaiting { _ in true }
+        tracker.abandon(discarded.map { (TopicPartition(topic: $0.topic, partition: $0.partition), $0.offset) })
+        if !discarded.isEmpty {
+            logger.info("records taken but not started are left for the group to read again", metadata: ["count": String(discarded.count)])
+        }
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(drainTimeoutMs))
+        while dispatcher.runningCount > 0 && ContinuousClock.now < deadline {
+            _ = try? consumer.poll(timeoutMs: 20)
+        }
+    }
+
+    /// Waits (asynchronously) until every result is acknowledged, up to `timeoutMs`.
+    /// - Returns: whether everything was acknowledged.
+    func drain(timeoutMs: Int) async -> Bool {
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(timeoutMs))
+        while publisher.unacknowledged > 0 && ContinuousClock.now < deadline {
+            publisher.retryBacklog()
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return publisher.unacknowledged == 0 && dispatcher.runningCount == 0
+    }
+
+    /// Stores the committable offset of every tracked partition (idempotent; used before the final commit).
+    func storeCommittable() {
+        consumer.storeOffsets(tracker.committable)
+    }
+
+    /// Handles a rebalance, on the thread serving the consumer.
+    func rebalanced(_ event: KafkaRebalanceEvent) {
+        statistics { $0.rebalances += 1 }
+        switch event {
+        case .assigned(let partitions):
+            let paused = state.withLock { state -> Bool in
+                state.assigned.formUnion(partitions)
+                return state.paused
+            }
+            // librdkafka 2.0.2 keeps a partition's pause across revoke and re-assign: set it explicitly.
+            if paused { consumer.pause(partitions) } else { consumer.resume(partitions) }
+            logger.info("partitions assigned", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
+        case .revoking(let partitions):
+            logger.info("partitions revoked: finishing their running jobs", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
+            takeBack(partitions)
+            let deadline = ContinuousClock.now.advanced(by: .milliseconds(drainTimeoutMs))
+            while !tracker.settled(partitions) && ContinuousClock.now < deadline {
+                publisher.retryBacklog()
+                Thread.sleep(forTimeInterval: 0.005)
+            }
+            // Store what is acknowledged now; the unassign that follows commits it.
+            let set = Set(partitions)
+            consumer.storeOffsets(tracker.committable.filter { set.contains($0.topicPartition) })
+            forget(partitions)
+        case .lost(let partitions):
+            logger.warning("partitions lost: their offsets are not committed", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
+            takeBack(partitions)
+            forget(partitions)
+        }
+        let assigned = state.withLock { Array($0.assigned) }
+        statistics { $0.assignedPartitions = assigned.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) } }
+    }
+
+    private func takeBack(_ partitions: [TopicPartition]) {
+        let set = Set(partitions)
+        let discarded = dispatcher.discardWaiting { set.contains(TopicPartition(topic: $0.topic, partition: $0.partition)) }
+        tracker.abandon(discarded.map { (TopicPartition(topic: $0.topic, partition: $0.partition), $0.offset) })
+    }
+
+    private func forget(_ partitions: [TopicPartition]) {
+        tracker.forget(partitions)
+        state.withLock { state in partitions.forEach { state.assigned.remove($0) } }
+    }
+}

@@ -1,0 +1,169 @@
+import PushWorkerCore
+import PushWorkerKafka
+import Synchronization
+
+/// Produces result records to the results topic and, as the broker acknowledges each one, marks its input
+/// record done so its offset can be stored (contract sections 3 and 4).
+///
+/// A result that cannot be enqueued (full local queue) or delivered (after librdkafka's own retries) is
+/// kept in a backlog and produced again, never dropped.
+final class ResultPublisher: Sendable {
+    private struct Outgoing: Sendable {
+        var record: KafkaOutgoingRecord
+        var source: TopicPartition
+        var offset: Int64
+        var failures: Int
+    }
+
+    private struct State {
+        var nextToken: UInt64 = 1
+        var inFlight: [UInt64: Outgoing] = [:]
+        var backlog = [Outgoing]()
+        var lastFailureLogMs: Int64 = 0
+    }
+
+    private let state = Mutex(State())
+    private let producer: ProducerBox
+    private let resultsTopic: String
+    private let tracker: OffsetTracker
+    private let logger: Logger
+
+    /// Creates the publisher and its producer.
+    /// - Parameters:
+    ///   - storeOffsets: stores offsets whose results (and all earlier ones) are acknowledged.
+    ///   - onDelivered: told of each acknowledged result record.
+    init(
+        properties: KafkaConfiguration,
+        resultsTopic: String,
+        tracker: OffsetTracker,
+        logger: Logger,
+        logHandler: @escaping KafkaLogHandler,
+        storeOffsets: @escaping @Sendable ([TopicPartitionOffset]) -> Void,
+        onDelivered: (@Sendable (KafkaOutgoingRecord) -> Void)?
+    ) throws {
+        self.resultsTopic = resultsTopic
+        self.tracker = tracker
+        self.logger = logger
+        let box = ProducerBox()
+        self.producer = box
+        box.producer = try KafkaProducer(configuration: properties, logHandler: logHandler) { [weak box] reports in
+            box?.handler?(reports)
+        }
+        box.handler = { [unowned self] reports in
+            self.delivered(reports, storeOffsets: storeOffsets, onDelivered: onDelivered)
+        }
+    }
+
+    /// Encodes and produces one result, keyed by the input's key, with `apns-id` and `traceparent` headers.
+    func publish(_ result: ResultRecord) {
+        var headers: [KafkaHeader] = []
+        if result.hasApnsId { headers.append(KafkaHeader(name: "apns-id", string: result.messageId)) }
+        if let traceparent = result.traceparent { headers.append(KafkaHeader(name: "traceparent", string: traceparent)) }
+        let outgoing = Outgoing(
+            record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),
+            source: TopicPartition(topic: result.source.topic, partition: result.source.partition),
+            offset: result.source.offset, failures: 0)
+        send([outgoing])
+    }
+
+    /// Results produced or waiting in the backlog, not yet acknowledged.
+    var unacknowledged: Int { state.withLock { $0.inFlight.count + $0.backlog.count } }
+
+    /// Produces the backlog again (called regularly by the consumer loop).
+    func retryBacklog() {
+        let backlog = state.withLock { state -> [Outgoing] in
+            defer { state.backlog.removeAll() }
+            return state.backlog
+        }
+        if !backlog.isEmpty { send(backlog) }
+    }
+
+    /// Waits up to `timeoutMs` for every result to be acknowledged, then closes the producer.
+    /// - Returns: the number of results still not acknowledged.
+    func close(timeoutMs: Int) async -> Int {
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(timeoutMs))
+        while unacknowledged > 0 && ContinuousClock.now < deadline {
+            retryBacklog()
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let left = unacknowledged
+        await producer.producer?.close(timeoutMs: 1000)
+        return left
+    }
+
+    private func send(_ batch: [Outgoing]) {
+        guard let producer = producer.producer else { return }
+        var pendingBacklog: [Outgoing] = []
+        for outgoing in batch {
+            if !pendingBacklog.isEmpty { pendingBacklog.append(outgoing); continue }
+            let token = state.withLock { state -> UInt64 in
+                let token = state.nextToken
+                state.nextToken += 1
+                state.inFlight[token] = outgoing
+                return token
+            }
+            do throws(KafkaError) {
+                try producer.produce(outgoing.record, token: token)
+            } catch {
+                _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
+                if error.code != .queueFull { logFailure("cannot produce a result; kept for retry", error) }
+                pendingBacklog.append(outgoing)
+            }
+        }
+        if !pendingBacklog.isEmpty {
+            state.withLock { $0.backlog.append(contentsOf: pendingBacklog) }
+        }
+    }
+
+    private func delivered(
+        _ reports: [KafkaDeliveryReport],
+        storeOffsets: @Sendable ([TopicPartitionOffset]) -> Void,
+        onDelivered: (@Sendable (KafkaOutgoingRecord) -> Void)?
+    ) {
+        var acknowledged: [(TopicPartition, Int64)] = []
+        acknowledged.reserveCapacity(reports.count)
+        var failed: [(Outgoing, KafkaError)] = []
+        var records: [KafkaOutgoingRecord] = []
+        state.withLock { state in
+            for report in reports {
+                guard var outgoing = state.inFlight.removeValue(forKey: report.token) else { continue }
+                if let error = report.error {
+                    outgoing.failures += 1
+                    failed.append((outgoing, error))
+                } else {
+                    acknowledged.append((outgoing.source, outgoing.offset))
+                    if onDelivered != nil { records.append(outgoing.record) }
+                }
+            }
+        }
+        if !acknowledged.isEmpty {
+            let moved = tracker.complete(acknowledged)
+            if !moved.isEmpty { storeOffsets(moved) }
+        }
+        if let onDelivered { records.forEach(onDelivered) }
+        if let (_, error) = failed.first {
+            logFailure("\(failed.count) result(s) not delivered; producing them again", error)
+            state.withLock { $0.backlog.append(contentsOf: failed.map(\.0)) }
+        }
+        retryBacklog()
+    }
+
+    private func logFailure(_ message: String, _ error: KafkaError) {
+        let now = Clock.nowMs()
+        let shouldLog = state.withLock { state -> Bool in
+            guard now - state.lastFailureLogMs >= 1000 else { return false }
+            state.lastFailureLogMs = now
+            return true
+        }
+        if shouldLog { logger.warning(message, metadata: ["error": error.message, "topic": resultsTopic]) }
+    }
+}
+
+/// Lets the producer's delivery callback reach the publisher created after it.
+///
+/// `@unchecked Sendable`: both properties are set once during ``ResultPublisher``'s `init`, before any
+/// record is produced (so before any delivery report can arrive), and only read afterwards.
+final class ProducerBox: @unchecked Sendable {
+    var producer: KafkaProducer?
+    var handler: (@Sendable ([KafkaDeliveryReport]) -> Void)?
+}

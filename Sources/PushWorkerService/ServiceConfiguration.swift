@@ -1,0 +1,91 @@
+import PushWorkerCore
+import PushWorkerKafka
+
+/// Everything `pushworker run` needs, with the defaults the contract names.
+///
+/// Loaded from a JSON5 file (JSON with comments, unquoted keys and trailing commas) by
+/// ``ServiceConfiguration/load(path:environment:)``; see the README's configuration reference.
+public struct ServiceConfiguration: Sendable, Equatable {
+    /// librdkafka properties for both the consumer and the results producer (`bootstrap.servers`, security
+    /// settings, …), passed through unchanged. Default: `bootstrap.servers=localhost:9092`.
+    public var kafka = KafkaConfiguration(["bootstrap.servers": "localhost:9092"])
+    /// librdkafka properties for the consumer only, set over ``kafka``.
+    public var consumer = KafkaConfiguration()
+    /// librdkafka properties for the results producer only, set over ``kafka``.
+    public var producer = KafkaConfiguration()
+    /// The consumer group (`group.id`). Default `pushworker`.
+    public var groupId = "pushworker"
+    /// The input topics. Default `["pushes"]`.
+    public var inputTopics = ["pushes"]
+    /// The results topic. Default `push-results`.
+    public var resultsTopic = "push-results"
+    /// The most workers running at once. Default 1024.
+    public var maxInFlight = 1024
+    /// Records taken but not yet finished (waiting, running or with results not yet acknowledged) above
+    /// which the consumer pauses its partitions; it resumes below half of it. Default 50 000.
+    public var maxBufferedRecords = 50_000
+    /// The largest record value accepted, in bytes. Default 4096 (APNs's background-push limit).
+    public var maxPayloadBytes = 4096
+    /// The budget of workers declared without one, in milliseconds. Default 30 000 (iOS's 30 s).
+    public var defaultBudgetMs = 30_000
+    /// How long a shutdown or a partition revocation waits for running jobs and their results, in
+    /// milliseconds, or `nil` for the largest budget plus 10 s.
+    public var drainTimeoutMs: Int?
+    /// The workers by payload `type`.
+    public var workers: [String: WorkerSpec] = [:]
+    /// The worker for a missing or unregistered `type`, or `nil` (then: `noData` / `noWorker`).
+    public var defaultWorker: WorkerSpec?
+    /// The log level. Default `info`.
+    public var logLevel: Logger.Level = .info
+    /// The log format. Default `text`.
+    public var logFormat: Logger.Format = .text
+    /// The embedded cluster of `pushworker dev`: partitions per input topic (default 4).
+    public var devPartitions = 4
+
+    /// The built-in defaults (contract section 5).
+    public init() {}
+
+    /// The registry of the configured workers. Result `worker` names are `<kind>:<type>`, and
+    /// `<kind>:default` for the default worker.
+    public func makeRegistry() -> WorkerRegistry {
+        var registry = WorkerRegistry(defaultBudget: .milliseconds(defaultBudgetMs))
+        for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
+            registry.register(type: type, worker: spec.makeWorker(), name: "\(spec.kindName):\(type)", budget: spec.budgetMs.map { .milliseconds($0) })
+        }
+        if let spec = defaultWorker {
+            registry.setDefault(worker: spec.makeWorker(), name: "\(spec.kindName):default", budget: spec.budgetMs.map { .milliseconds($0) })
+        }
+        return registry
+    }
+
+    /// The consumer's librdkafka properties: ``kafka``, then pushworker's own defaults (a user's setting
+    /// wins), then ``consumer``. pushworker sets `group.id`, `enable.auto.offset.store=false` (offsets
+    /// are stored only once results are acknowledged), `auto.offset.reset=earliest` (a new group starts
+    /// at the beginning, so no push is skipped) and `partition.assignment.strategy=cooperative-sticky`.
+    public var consumerProperties: KafkaConfiguration {
+        var properties = kafka.merging(consumer)
+        properties["group.id"] = groupId
+        properties["enable.auto.offset.store"] = "false"
+        properties.setDefault("auto.offset.reset", "earliest")
+        properties.setDefault("partition.assignment.strategy", "cooperative-sticky")
+        return properties
+    }
+
+    /// The results producer's librdkafka properties: ``kafka``, `enable.idempotence=true` unless set,
+    /// then ``producer``.
+    public var producerProperties: KafkaConfiguration {
+        var properties = kafka.merging(producer)
+        properties.setDefault("enable.idempotence", "true")
+        return properties
+    }
+
+    /// How long drains wait (see ``drainTimeoutMs``), in milliseconds.
+    public var effectiveDrainTimeoutMs: Int {
+        if let drainTimeoutMs { return drainTimeoutMs }
+        let budgets = workers.values.map { $0.budgetMs ?? defaultBudgetMs } + [defaultWorker?.budgetMs ?? defaultBudgetMs, defaultBudgetMs]
+        return (budgets.max() ?? defaultBudgetMs) + 10_000
+    }
+
+    /// The bootstrap servers in effect.
+    public var bootstrapServers: String { kafka["bootstrap.servers"] ?? "" }
+}

@@ -1,0 +1,41 @@
+import PushWorkerCore
+
+/// A worker declared in the configuration for a payload `type` (contract section 6).
+public struct WorkerSpec: Sendable, Equatable {
+    /// What kind of worker and its settings.
+    public enum Kind: Sendable, Equatable {
+        /// Runs a program: `arguments[0]` is the program (looked up in `PATH` without a `/`), never a shell.
+        case exec(arguments: [String], environment: [String: String], workingDirectory: String?, terminationGraceMs: Int)
+        /// Returns `result` (with `reason`) after `delayMs`.
+        case noop(result: BackgroundFetchResult, reason: String?, delayMs: Int)
+    }
+
+    /// The worker kind and its settings.
+    public var kind: Kind
+    /// Its budget in milliseconds, or `nil` for the configuration's `defaultBudgetMs` (30 000).
+    public var budgetMs: Int?
+
+    /// Creates a worker declaration.
+    public init(kind: Kind, budgetMs: Int? = nil) {
+        self.kind = kind
+        self.budgetMs = budgetMs
+    }
+
+    /// The kind's name as written in the configuration: `exec` or `noop`.
+    public var kindName: String {
+        switch kind {
+        case .exec: "exec"
+        case .noop: "noop"
+        }
+    }
+
+    /// Builds the worker.
+    public func makeWorker() -> any Worker {
+        switch kind {
+        case .exec(let arguments, let environment, let workingDirectory, let graceMs):
+            ExecWorker(arguments: arguments, environment: environment, workingDirectory: workingDirectory, terminationGrace: .milliseconds(graceMs))
+        case .noop(let result, let reason, let delayMs):
+            NoopWorker(outcome: WorkerOutcome(result, reason: reason.map { ResultReason($0) }), delay: .milliseconds(delayMs))
+        }
+    }
+}
