@@ -162,6 +162,40 @@ public final class KafkaConsumer: Sendable {
         }
     }
 
+    /// Reads `partitions` from the given offsets without joining a group (`rd_kafka_assign`); offsets may be
+    /// `KafkaConsumer.offsetBeginning` or `KafkaConsumer.offsetEnd`.
+    /// - Throws: ``KafkaError/Code/consumer`` if librdkafka refuses the assignment.
+    public func assign(_ partitions: [TopicPartitionOffset]) throws {
+        let err = PartitionList.with(partitions) { rd_kafka_assign(client.handle, $0) }
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "assign", err) }
+    }
+
+    /// The logical offset "the first record of the partition" (`RD_KAFKA_OFFSET_BEGINNING`).
+    public static let offsetBeginning = Int64(RD_KAFKA_OFFSET_BEGINNING)
+    /// The logical offset "after the last record of the partition" (`RD_KAFKA_OFFSET_END`).
+    public static let offsetEnd = Int64(RD_KAFKA_OFFSET_END)
+
+    /// The number of partitions of `topic` from the cluster's metadata (`rd_kafka_metadata`).
+    /// Blocking: call on a dedicated thread.
+    /// - Throws: ``KafkaError/Code/admin`` if the request fails or the topic does not exist.
+    public func partitionCount(topic: String, timeoutMs: Int32) throws -> Int {
+        guard let rkt = rd_kafka_topic_new(client.handle, topic, nil) else {
+            throw KafkaError(.admin, "cannot create a topic handle for \(topic)")
+        }
+        defer { rd_kafka_topic_destroy(rkt) }
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(client.handle, 0, rkt, &metadata, timeoutMs)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw KafkaError(.admin, "metadata for \(topic)", err) }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        for index in 0..<Int(metadata.pointee.topic_cnt) {
+            let entry = metadata.pointee.topics[index]
+            guard String(cString: entry.topic) == topic else { continue }
+            if entry.err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.admin, "topic \(topic)", entry.err) }
+            return Int(entry.partition_cnt)
+        }
+        throw KafkaError(.admin, "topic \(topic) is not in the cluster's metadata")
+    }
+
     /// The partitions currently assigned (`rd_kafka_assignment`).
     public func assignment() -> [TopicPartition] {
         var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?

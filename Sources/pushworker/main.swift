@@ -1,1 +1,5 @@
-print("x")
+import PushWorkerService
+import Foundation
+
+let status = await PushWorkerCommandLine().main()
+exit(status)

@@ -1,0 +1,78 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+
+/// `pushworker check-config [--config FILE]`: validates and prints the effective configuration.
+struct CheckConfigCommand {
+    static let help = """
+    Usage: pushworker check-config [--config FILE] [--bootstrap-servers HOSTS]
+
+    Validates the configuration as 'run' would load it (file, then environment, then flags) and prints the
+    effective configuration as JSON, with secrets masked. Exit status 1 names the bad key.
+    """
+
+    func execute(_ arguments: [String]) throws {
+        var parser = ArgumentParser(command: "check-config", options: [
+            .init(name: "config", takesValue: true), .init(name: "bootstrap-servers", takesValue: true),
+        ])
+        try parser.parse(arguments)
+        if parser.has("help") { Output.line(Self.help); return }
+        let configuration = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
+        Output.line(configuration.effectiveDescription())
+    }
+}
+
+extension ServiceConfiguration {
+    /// Whether a librdkafka property holds a secret (its value is masked when printed).
+    public static func isSecretProperty(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["password", "secret", "sasl.oauthbearer.config", "ssl.key.pem", "ssl_key", "token"].contains { lowered.contains($0) }
+    }
+
+    /// The effective configuration as pretty JSON, with secret properties shown as `"*****"`.
+    public func effectiveDescription() -> String {
+        func properties(_ configuration: KafkaConfiguration) -> JSONValue {
+            .object(Dictionary(uniqueKeysWithValues: configuration.properties.map {
+                ($0.name, JSONValue.string(Self.isSecretProperty($0.name) ? "*****" : $0.value))
+            }))
+        }
+        func worker(_ spec: WorkerSpec) -> JSONValue {
+            var members: [String: JSONValue] = ["kind": .string(spec.kindName), "budgetMs": .int(Int64(spec.budgetMs ?? defaultBudgetMs))]
+            switch spec.kind {
+            case .exec(let arguments, let environment, let workingDirectory, let graceMs):
+                members["command"] = .array(arguments.map(JSONValue.string))
+                members["env"] = .object(environment.mapValues { _ in .string("*****") })
+                members["workingDirectory"] = workingDirectory.map(JSONValue.string) ?? .null
+                members["terminationGraceMs"] = .int(Int64(graceMs))
+            case .noop(let result, let reason, let delayMs):
+                members["result"] = .string(result.rawValue)
+                members["reason"] = reason.map(JSONValue.string) ?? .null
+                members["delayMs"] = .int(Int64(delayMs))
+            }
+            return .object(members)
+        }
+        let root: JSONValue = .object([
+            "kafka": properties(kafka),
+            "consumer": properties(consumer),
+            "producer": properties(producer),
+            "effectiveConsumerProperties": properties(consumerProperties),
+            "effectiveProducerProperties": properties(producerProperties),
+            "groupId": .string(groupId),
+            "inputTopics": .array(inputTopics.map(JSONValue.string)),
+            "resultsTopic": .string(resultsTopic),
+            "maxInFlight": .int(Int64(maxInFlight)),
+            "maxBufferedRecords": .int(Int64(maxBufferedRecords)),
+            "maxPayloadBytes": .int(Int64(maxPayloadBytes)),
+            "defaultBudgetMs": .int(Int64(defaultBudgetMs)),
+            "drainTimeoutMs": .int(Int64(effectiveDrainTimeoutMs)),
+            "workers": .object(workers.mapValues(worker)),
+            "defaultWorker": defaultWorker.map(worker) ?? .null,
+            "log": .object(["level": .string(logLevel.rawValue), "format": .string(logFormat.rawValue)]),
+            "dev": .object(["partitions": .int(Int64(devPartitions))]),
+        ])
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(root) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

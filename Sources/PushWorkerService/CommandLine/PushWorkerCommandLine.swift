@@ -1,0 +1,100 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+
+/// The `pushworker` command line (contract section 5): `run`, `dev`, `produce`, `results`, `check-config`
+/// and `bench`.
+///
+/// A custom executable that adds Swift workers builds one with a `registerWorkers` closure and calls
+/// ``main(_:)``; the whole command line stays the same.
+public struct PushWorkerCommandLine: Sendable {
+    /// Adds workers to the registry built from the configuration (called by `run`, `dev` and `bench`).
+    public var registerWorkers: @Sendable (inout WorkerRegistry, ServiceConfiguration) -> Void
+
+    /// Creates the command line.
+    /// - Parameter registerWorkers: adds Swift workers beside the configured ones (default: none).
+    public init(registerWorkers: @escaping @Sendable (inout WorkerRegistry, ServiceConfiguration) -> Void = { _, _ in }) {
+        self.registerWorkers = registerWorkers
+    }
+
+    static let usage = """
+    pushworker: runs silent-push jobs from Kafka and reports newData / noData / failed results.
+
+    Usage: pushworker <command> [options]
+
+    Commands:
+      run            the service: consume pushes, run workers, produce results (SIGTERM/SIGINT: graceful stop)
+      dev            an embedded Kafka cluster plus the service; prints results as JSON lines
+      produce        send APNs-style background payloads to a topic
+      results        print result records, one JSON object per line
+      check-config   validate a configuration file and print the effective configuration
+      bench          measure throughput and latency on the embedded cluster with the noop worker
+
+    'pushworker <command> --help' describes a command. Exit status: 0 ok, 1 runtime failure, 2 bad flags.
+    """
+
+    /// Runs the command named by `arguments[1]` and returns the process exit status.
+    public func main(_ arguments: [String] = CommandLine.arguments) async -> Int32 {
+        let rest = Array(arguments.dropFirst())
+        guard let command = rest.first else {
+            Output.error(Self.usage)
+            return 2
+        }
+        let options = Array(rest.dropFirst())
+        do {
+            switch command {
+            case "run": try await RunCommand(commandLine: self).execute(options)
+            case "dev": try await DevCommand(commandLine: self).execute(options)
+            case "produce": try await ProduceCommand().execute(options)
+            case "results": try await ResultsCommand().execute(options)
+            case "check-config": try CheckConfigCommand().execute(options)
+            case "bench": try await BenchCommand(commandLine: self).execute(options)
+            case "--help", "-h", "help":
+                Output.line(Self.usage)
+            case "--version", "version":
+                Output.line("pushworker \(Self.version) (librdkafka \(KafkaVersion.string))")
+            default:
+                Output.error("pushworker: unknown command '\(command)'; run 'pushworker --help' for the list")
+                return 2
+            }
+            return 0
+        } catch let error as CommandLineError {
+            Output.error(error.message)
+            return error.code.exitStatus
+        } catch let error as ConfigurationError {
+            Output.error("pushworker \(command): invalid configuration: \(error.description)")
+            return 1
+        } catch {
+            Output.error("pushworker \(command): \(error)")
+            return 1
+        }
+    }
+
+    /// pushworker's version.
+    public static let version = "0.1.0"
+
+    /// Loads the configuration for `run`/`check-config`: `--config`, else `$PUSHWORKER_CONFIG`, else the
+    /// built-in defaults, then the environment, then `--bootstrap-servers`.
+    static func loadConfiguration(path: String?, bootstrapServers: String?, fallbackPath: String? = nil) throws -> ServiceConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        let file = path ?? environment["PUSHWORKER_CONFIG"].flatMap { $0.isEmpty ? nil : $0 } ?? fallbackPath
+        var configuration = try ServiceConfiguration.load(path: file, environment: environment)
+        if let bootstrapServers {
+            configuration.kafka["bootstrap.servers"] = bootstrapServers
+            try configuration.check()
+        }
+        return configuration
+    }
+
+    func makeRegistry(_ configuration: ServiceConfiguration) -> WorkerRegistry {
+        var registry = configuration.makeRegistry()
+        registerWorkers(&registry, configuration)
+        return registry
+    }
+}
+
+/// The linked librdkafka's version.
+public enum KafkaVersion {
+    /// `rd_kafka_version_str()`, e.g. `2.0.2`.
+    public static var string: String { KafkaLibrary.versionString }
+}
