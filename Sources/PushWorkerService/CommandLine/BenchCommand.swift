@@ -12,10 +12,11 @@ struct BenchCommand {
     Usage: pushworker bench [--records N] [--partitions P] [--max-in-flight M] [--latency-rate R]
                             [--latency-seconds S] [--skip-baseline]
 
-    Measures on an embedded cluster (one broker), with the noop worker:
+    Measures on an embedded cluster (one broker), with the noop worker, each run timed from the partition
+    assignment to its last acknowledged result:
       1. baseline: a bare librdkafka pipe in the same process (consume, produce a fixed result, store the
          offset once it is acknowledged; no parsing, validation or dispatch), over N pre-filled records;
-      2. throughput: pushworker over N pre-filled records, from start to the last acknowledged result;
+      2. throughput: pushworker over N pre-filled records;
       3. latency: records produced at R per second for S seconds; produce-to-result-acknowledged p50/p99.
     Prints records/s, the ratio to the baseline, latency percentiles and peak memory (max RSS).
 
@@ -37,7 +38,10 @@ struct BenchCommand {
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
         let records = try parser.int("records", in: 1...10_000_000) ?? 100_000
-        let partitions = try parser.int("partitions", in: 1...64) ?? 4
+        // The mock broker keeps at most 5 MiB per partition and drops the oldest records beyond it
+        // (LIBRDKAFKA-NOTES): spread the records so that each partition stays under 4 MiB.
+        let requested = try parser.int("partitions", in: 1...256) ?? 4
+        let partitions = max(requested, (records * 160 + 4 * 1_048_576 - 1) / (4 * 1_048_576))
         let maxInFlight = try parser.int("max-in-flight", in: 1...1_000_000) ?? 1024
         let latencyRate = try parser.int("latency-rate", in: 1...1_000_000) ?? 20_000
         let latencySeconds = try parser.double("latency-seconds", in: 0...600) ?? 3
@@ -55,7 +59,7 @@ struct BenchCommand {
             let topic = "bench-baseline-in"
             try cluster.createTopic(topic, partitions: partitions)
             try cluster.createTopic("bench-baseline-out", partitions: partitions)
-            try await Self.fill(servers: servers, topic: topic, value: payload, count: records)
+            try await Self.fill(servers: servers, topic: topic, value: payload, count: records, partitions: partitions)
             let seconds = try await DedicatedThread.run(name: "bench-baseline") {
                 try BarePipe.run(servers: servers, input: topic, output: "bench-baseline-out", records: records)
             }
@@ -67,11 +71,14 @@ struct BenchCommand {
         let input = "bench-pushes"
         try cluster.createTopic(input, partitions: partitions)
         try cluster.createTopic("bench-results", partitions: partitions)
-        try await Self.fill(servers: servers, topic: input, value: payload, count: records)
+        try await Self.fill(servers: servers, topic: input, value: payload, count: records, partitions: partitions)
         var configuration = ServiceConfiguration()
         configuration.kafka = KafkaConfiguration(["bootstrap.servers": servers])
         // librdkafka 2.0.2 stalls up to 1 s once queued.min.messages (100000) are queued (LIBRDKAFKA-NOTES).
         configuration.consumer["queued.min.messages"] = "1000000"
+        // The mock broker answers a Fetch with no new data only after fetch.wait.max.ms (real brokers answer
+        // as soon as data arrives): keep it short so latency measures pushworker, not the mock.
+        configuration.consumer["fetch.wait.max.ms"] = "10"
         configuration.groupId = "bench-\(UUID().uuidString.prefix(8))"
         configuration.inputTopics = [input]
         configuration.resultsTopic = "bench-results"
@@ -93,7 +100,7 @@ struct BenchCommand {
             configuration.groupId = "bench-latency-\(UUID().uuidString.prefix(8))"
             let sendTimes = SendTimes()
             let result = try await Self.runService(configuration: configuration, registry: commandLine.makeRegistry(configuration), expected: latencyCount) {
-                try await Self.paced(servers: servers, topic: latencyInput, value: payload, count: latencyCount, rate: latencyRate, times: sendTimes)
+                try await Self.paced(servers: servers, topic: latencyInput, value: payload, count: latencyCount, rate: latencyRate, partitions: partitions, times: sendTimes)
             }
             let latencies = result.deliveries.compactMap { delivery -> Double? in
                 guard let (partition, offset) = Self.source(of: delivery.value), let sent = sendTimes.time(partition: partition, offset: offset) else { return nil }
@@ -114,14 +121,16 @@ struct BenchCommand {
     static func format(_ rate: Double) -> String { String(format: "%.0f", rate) }
 
     /// Produces `count` copies of `value` as fast as the producer takes them and waits for all acks.
-    static func fill(servers: String, topic: String, value: [UInt8], count: Int) async throws {
+    static func fill(servers: String, topic: String, value: [UInt8], count: Int, partitions: Int) async throws {
         let counter = BenchCounter()
+        let failed = BenchCounter()
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": servers, "linger.ms": "5"]), onDelivery: { reports in
             counter.add(reports.count)
+            failed.add(reports.filter { $0.error != nil }.count)
         })
         var index: UInt64 = 0
         while index < UInt64(count) {
-            if (try? producer.produce(KafkaOutgoingRecord(topic: topic, value: value), token: index)) != nil {
+            if (try? producer.produce(KafkaOutgoingRecord(topic: topic, partition: Int32(index % UInt64(partitions)), value: value), token: index)) != nil {
                 index += 1
             } else {
                 try await Task.sleep(for: .milliseconds(1))
@@ -129,10 +138,11 @@ struct BenchCommand {
         }
         while counter.value < count { try await Task.sleep(for: .milliseconds(5)) }
         await producer.close()
+        if failed.value > 0 { throw CommandLineError(.failure, "pushworker bench: \(failed.value) input records were not delivered") }
     }
 
     /// Produces `count` records at `rate` per second, remembering when each was handed to librdkafka.
-    static func paced(servers: String, topic: String, value: [UInt8], count: Int, rate: Int, times: SendTimes) async throws {
+    static func paced(servers: String, topic: String, value: [UInt8], count: Int, rate: Int, partitions: Int, times: SendTimes) async throws {
         times.reserve(count)
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": servers]), onDelivery: { reports in
             for report in reports where report.error == nil {
@@ -144,7 +154,7 @@ struct BenchCommand {
             let due = start.advanced(by: .nanoseconds(Int64(index) * 1_000_000_000 / Int64(rate)))
             if due > .now.advanced(by: .microseconds(200)) { try await Task.sleep(until: due, clock: .continuous) }
             times.sent(token: index, atNs: BenchClock.nowNs())
-            try? producer.produce(KafkaOutgoingRecord(topic: topic, value: value), token: UInt64(index))
+            try? producer.produce(KafkaOutgoingRecord(topic: topic, partition: Int32(index % partitions), value: value), token: UInt64(index))
         }
         _ = await producer.flush(timeoutMs: 30_000)
         await producer.close()
@@ -165,8 +175,12 @@ struct BenchCommand {
             if collector.add(record) { }
         }
         collector.onComplete = { service.shutdown() }
-        let start = BenchClock.nowNs()
         async let running: Void = service.run()
+        // Time from the assignment: the mock's first group join takes ~3 s and is not pushworker's work.
+        while service.currentStatistics.assignedPartitions.isEmpty && collector.count == 0 {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let start = BenchClock.nowNs()
         if let during { try await during() }
         try await running
         let end = collector.completedAtNs ?? BenchClock.nowNs()
@@ -200,6 +214,7 @@ final class BenchCounter: Sendable {
 final class DeliveryCollector: @unchecked Sendable {
     private struct State {
         var count = 0
+        var firstAtNs: UInt64?
         var completedAtNs: UInt64?
         var deliveries: [BenchCommand.Delivery] = []
     }
@@ -217,6 +232,7 @@ final class DeliveryCollector: @unchecked Sendable {
         let now = BenchClock.nowNs()
         let complete = state.withLock { state -> Bool in
             state.count += 1
+            if state.firstAtNs == nil { state.firstAtNs = now }
             if keepValues { state.deliveries.append(.init(atNs: now, value: record.value ?? [])) }
             if state.count == expected { state.completedAtNs = now; return true }
             return false
@@ -227,6 +243,9 @@ final class DeliveryCollector: @unchecked Sendable {
 
     var count: Int { state.withLock { $0.count } }
     var completedAtNs: UInt64? { state.withLock { $0.completedAtNs } }
+    /// When the first result was acknowledged: throughput is measured from here, so the group's first
+    /// join (~3 s on the mock cluster) is not counted.
+    var firstAtNs: UInt64? { state.withLock { $0.firstAtNs } }
     var deliveries: [BenchCommand.Delivery] { state.withLock { $0.deliveries } }
 }
 
