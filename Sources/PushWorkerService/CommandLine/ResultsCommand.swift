@@ -10,7 +10,7 @@ struct ResultsCommand {
                               [--timeout SECONDS] [--follow]
 
     Prints result records, one JSON object per line, reading every partition of the results topic directly
-    (no consumer group, nothing committed).
+    (never joining a group, committing nothing).
 
     Options:
       --bootstrap-servers HOSTS   Kafka brokers (default: $PUSHWORKER_BOOTSTRAP_SERVERS)
@@ -41,6 +41,8 @@ struct ResultsCommand {
         let printed = try await DedicatedThread.run(name: "pushworker-results") { () throws -> Int in
             var configuration = KafkaConfiguration(["bootstrap.servers": servers])
             configuration["enable.auto.commit"] = "false"
+            // librdkafka 2.0.2 refuses rd_kafka_assign without a group.id; this group never commits.
+            configuration["group.id"] = "pushworker-results-\(UUID().uuidString.prefix(8))"
             let consumer = try KafkaConsumer(configuration: configuration, logHandler: Logger(label: "pushworker.results").kafkaLogHandler)
             let partitions = try consumer.partitionCount(topic: topic, timeoutMs: 10_000)
             try consumer.assign((0..<partitions).map {

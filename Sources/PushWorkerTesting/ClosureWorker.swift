@@ -1,0 +1,15 @@
+import PushWorkerCore
+
+/// A worker made from a closure, for tests: `ClosureWorker { job in .newData }`.
+public struct ClosureWorker: Worker {
+    private let body: @Sendable (Job) async throws -> WorkerOutcome
+
+    /// Creates a worker that runs `body` for each job.
+    public init(_ body: @escaping @Sendable (Job) async throws -> WorkerOutcome) {
+        self.body = body
+    }
+
+    public func perform(_ job: Job) async throws -> WorkerOutcome {
+        try await body(job)
+    }
+}

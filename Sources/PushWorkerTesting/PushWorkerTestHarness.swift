@@ -1,0 +1,227 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+import PushWorkerService
+import Synchronization
+
+/// Runs the real pushworker service on an embedded Kafka cluster for tests: produce pushes, await their
+/// results, inspect committed offsets.
+///
+/// Each harness has its own cluster, topics and consumer group, so tests can run in parallel.
+/// ```swift
+/// var registry = WorkerRegistry()
+/// registry.register(type: "content-update", worker: MyWorker())
+/// let harness = try await PushWorkerTestHarness.start(registry: registry)
+/// try await harness.produce(#"{"aps":{"content-available":1},"type":"content-update"}"#)
+/// let results = try await harness.results(count: 1)
+/// #expect(results[0].result == "newData")
+/// try await harness.stop()
+/// ```
+public final class PushWorkerTestHarness: Sendable {
+    /// The embedded cluster.
+    public let cluster: EmbeddedKafkaCluster
+    /// The service's configuration (bootstrap servers point at ``cluster``).
+    public let configuration: ServiceConfiguration
+    /// The service under test (a new one after ``restart(registry:)``).
+    public var service: PushWorkerService { running.withLock { $0.service } }
+    private let producer: KafkaProducer
+    private let collected: ResultCollector
+    private let running: Mutex<(service: PushWorkerService, task: Task<Void, Error>)>
+
+    private init(cluster: EmbeddedKafkaCluster, configuration: ServiceConfiguration, registry: WorkerRegistry, producer: KafkaProducer) {
+        self.cluster = cluster
+        self.configuration = configuration
+        self.producer = producer
+        let collected = ResultCollector()
+        self.collected = collected
+        self.running = Mutex(Self.launch(configuration, registry, collected))
+    }
+
+    private static func launch(_ configuration: ServiceConfiguration, _ registry: WorkerRegistry, _ collected: ResultCollector) -> (service: PushWorkerService, task: Task<Void, Error>) {
+        let service = PushWorkerService(configuration: configuration, registry: registry) { record in
+            collected.add(record)
+        }
+        return (service, Task { try await service.run() })
+    }
+
+    /// Stops the service gracefully and starts a new one in the same consumer group (as a restarted
+    /// deployment would); results received from now on are collected afresh.
+    /// - Returns: the results the stopped service delivered.
+    @discardableResult
+    public func restart(registry: WorkerRegistry) async throws -> [ReceivedResult] {
+        try await stopService()
+        let previous = collected.all
+        collected.reset()
+        running.withLock { $0 = Self.launch(configuration, registry, collected) }
+        return previous
+    }
+
+    /// Starts a cluster, creates the topics and runs the service with `registry`.
+    /// - Parameters:
+    ///   - registry: the workers under test.
+    ///   - partitions: partitions of the input and results topics (default 2).
+    ///   - configure: changes to the configuration (topic and group names are unique already).
+    /// - Throws: ``KafkaError`` if the cluster or the clients cannot start.
+    public static func start(
+        registry: WorkerRegistry,
+        partitions: Int = 2,
+        configure: (inout ServiceConfiguration) -> Void = { _ in }
+    ) async throws -> PushWorkerTestHarness {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        var configuration = ServiceConfiguration()
+        configuration.kafka = KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers])
+        // The mock broker answers an empty Fetch only after fetch.wait.max.ms: keep tests snappy.
+        configuration.consumer["fetch.wait.max.ms"] = "20"
+        // The mock's later rebalances wait session.timeout.ms − 1 s: keep restarts quick.
+        configuration.consumer["session.timeout.ms"] = "6000"
+        configuration.consumer["heartbeat.interval.ms"] = "500"
+        configuration.inputTopics = ["pushes-\(suffix)"]
+        configuration.resultsTopic = "push-results-\(suffix)"
+        configuration.groupId = "pushworker-test-\(suffix)"
+        configure(&configuration)
+        for topic in configuration.inputTopics + [configuration.resultsTopic] {
+            try cluster.createTopic(topic, partitions: partitions)
+        }
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
+        return PushWorkerTestHarness(cluster: cluster, configuration: configuration, registry: registry, producer: producer)
+    }
+
+    /// Produces one record to the first input topic and waits for the broker's acknowledgement.
+    /// - Returns: where it was written.
+    /// - Throws: ``KafkaError`` if it was not delivered.
+    @discardableResult
+    public func produce(_ value: String?, key: String? = nil, headers: [String: String] = [:], partition: Int32? = nil) async throws -> TopicPartitionOffset {
+        try await produce(bytes: value.map { Array($0.utf8) }, key: key, headers: headers, partition: partition)
+    }
+
+    /// Produces one record with raw value bytes (`nil` for a null value).
+    @discardableResult
+    public func produce(bytes: [UInt8]?, key: String? = nil, headers: [String: String] = [:], partition: Int32? = nil) async throws -> TopicPartitionOffset {
+        let record = KafkaOutgoingRecord(
+            topic: configuration.inputTopics[0], partition: partition, key: key.map { Array($0.utf8) }, value: bytes,
+            headers: headers.sorted { $0.key < $1.key }.map { KafkaHeader(name: $0.key, string: $0.value) })
+        let report = try await producer.send(record)
+        if let error = report.error { throw error }
+        return TopicPartitionOffset(report.topicPartition, offset: report.offset)
+    }
+
+    /// Waits until at least `count` results are acknowledged by the broker, in acknowledgement order.
+    /// - Throws: ``KafkaError/Code/timedOut`` if they do not arrive within `timeout`.
+    public func results(count: Int, timeout: Duration = .seconds(30)) async throws -> [ReceivedResult] {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while collected.count < count {
+            if ContinuousClock.now >= deadline {
+                throw KafkaError(.timedOut, "\(collected.count) of \(count) results arrived within \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return collected.all
+    }
+
+    /// Every result acknowledged so far.
+    public var receivedResults: [ReceivedResult] { collected.all }
+
+    /// The group's committed offsets for the input partitions (`rd_kafka_committed`), by partition.
+    public func committedOffsets() async throws -> [Int32: Int64] {
+        let configuration = self.configuration
+        let partitions = try await DedicatedThread.run(name: "harness-committed") { () throws -> [TopicPartitionOffset] in
+            var properties = configuration.kafka
+            properties["group.id"] = configuration.groupId
+            let consumer = try KafkaConsumer(configuration: properties)
+            let count = try consumer.partitionCount(topic: configuration.inputTopics[0], timeoutMs: 5000)
+            let result = try consumer.committed((0..<count).map { TopicPartition(topic: configuration.inputTopics[0], partition: Int32($0)) }, timeoutMs: 5000)
+            try? consumer.close()
+            return result
+        }
+        return Dictionary(uniqueKeysWithValues: partitions.map { ($0.topicPartition.partition, $0.offset) })
+    }
+
+    /// Reads `count` records from the results topic itself (keys, headers and values as written).
+    public func readResultsTopic(count: Int, timeout: Duration = .seconds(15)) async throws -> [KafkaRecord] {
+        let configuration = self.configuration
+        return try await DedicatedThread.run(name: "harness-results") { () throws -> [KafkaRecord] in
+            var properties = configuration.kafka
+            // librdkafka 2.0.2 refuses rd_kafka_assign without a group.id; nothing is committed.
+            properties["group.id"] = "harness-reader-\(UUID().uuidString.prefix(8))"
+            properties["enable.auto.commit"] = "false"
+            let consumer = try KafkaConsumer(configuration: properties)
+            let partitions = try consumer.partitionCount(topic: configuration.resultsTopic, timeoutMs: 5000)
+            try consumer.assign((0..<partitions).map { TopicPartitionOffset(TopicPartition(topic: configuration.resultsTopic, partition: Int32($0)), offset: KafkaConsumer.offsetBeginning) })
+            let deadline = ContinuousClock.now.advanced(by: timeout)
+            var records: [KafkaRecord] = []
+            while records.count < count && ContinuousClock.now < deadline {
+                if let record = try consumer.poll(timeoutMs: 50) { records.append(record) }
+            }
+            try? consumer.close()
+            return records
+        }
+    }
+
+    /// Stops the service gracefully (as SIGTERM does) and waits for ``PushWorkerService/run()`` to return.
+    /// - Throws: what `run()` threw.
+    public func stop() async throws {
+        try await stopService()
+        await producer.close()
+    }
+
+    private func stopService() async throws {
+        let (service, task) = running.withLock { $0 }
+        service.shutdown()
+        try await task.value
+    }
+
+    /// Stops the service, then the cluster.
+    public func shutdown() async throws {
+        try await stop()
+        cluster.shutdown()
+    }
+}
+
+/// A result record as acknowledged by the broker, with its JSON value parsed.
+public struct ReceivedResult: Sendable {
+    /// The JSON object of contract section 3.
+    public var json: [String: JSONValue]
+    /// The raw value bytes.
+    public var value: [UInt8]
+    /// The record key (the input's key).
+    public var key: String?
+    /// The record headers.
+    public var headers: [String: String]
+
+    /// Parses an acknowledged result record (as the service's `onResult` receives it).
+    public init(record: KafkaOutgoingRecord) {
+        value = record.value ?? []
+        json = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(value))) ?? [:]
+        key = record.key.map { String(decoding: $0, as: UTF8.self) }
+        var headers: [String: String] = [:]
+        for header in record.headers { headers[header.name] = header.value.map { String(decoding: $0, as: UTF8.self) } ?? "" }
+        self.headers = headers
+    }
+
+    /// `messageId`.
+    public var messageId: String? { json["messageId"]?.stringValue }
+    /// `result`: `newData`, `noData` or `failed`.
+    public var result: String? { json["result"]?.stringValue }
+    /// `reason`, or `nil`.
+    public var reason: String? { json["reason"]?.stringValue }
+    /// `detail`, or `nil`.
+    public var detail: String? { json["detail"]?.stringValue }
+    /// `source.partition`.
+    public var partition: Int32? { json["source"]?["partition"]?.intValue.map { Int32($0) } }
+    /// `source.offset`.
+    public var offset: Int64? { json["source"]?["offset"]?.intValue }
+}
+
+final class ResultCollector: Sendable {
+    private let results = Mutex<[ReceivedResult]>([])
+
+    func add(_ record: KafkaOutgoingRecord) {
+        let result = ReceivedResult(record: record)
+        results.withLock { $0.append(result) }
+    }
+
+    var count: Int { results.withLock { $0.count } }
+    func reset() { results.withLock { $0.removeAll() } }
+    var all: [ReceivedResult] { results.withLock { $0 } }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+import PushWorkerService
+import PushWorkerTesting
+import Synchronization
+import Testing
+
+/// The whole pipeline on an embedded cluster: consume, validate, route, budget, result, commit.
+@Suite(.timeLimit(.minutes(2)))
+struct ServicePipelineTests {
+    static let silent = #"{"aps":{"content-available":1},"type":"content-update","contentId":"article-123"}"#
+
+    @Test func everyOutcomeBecomesOneResult() async throws {
+        var registry = WorkerRegistry(defaultBudget: .milliseconds(300))
+        registry.register(type: "content-update", worker: ClosureWorker { job in
+            job.object["contentId"]?.stringValue == nil ? WorkerOutcome(.noData, reason: "noContentId") : .newData
+        })
+        registry.register(type: "throws", worker: ClosureWorker { _ in throw CocoaError(.fileNoSuchFile) })
+        registry.register(type: "slow", worker: ClosureWorker { _ in try await Task.sleep(for: .seconds(10)); return .newData })
+        let harness = try await PushWorkerTestHarness.start(registry: registry)
+        let inputs: [(String?, [String: String], String, String?)] = [
+            (Self.silent, ["apns-id": "a"], "newData", nil),
+            (#"{"aps":{"content-available":1},"type":"content-update"}"#, ["apns-id": "b"], "noData", "noContentId"),
+            (#"{"aps":{"content-available":1},"type":"throws"}"#, ["apns-id": "c"], "failed", "workerError"),
+            (#"{"aps":{"content-available":1},"type":"slow"}"#, ["apns-id": "d"], "failed", "timeout"),
+            (#"{"aps":{"content-available":true},"type":"content-update"}"#, ["apns-id": "e"], "noData", "notSilent"),
+            (Self.silent, ["apns-id": "f", "apns-expiration": "1000"], "noData", "expired"),
+            (#"{"aps":{"content-available":1},"type":"nobody"}"#, ["apns-id": "g"], "noData", "noWorker"),
+            (#"{"aps":{"content-available":1}"#, ["apns-id": "h"], "failed", "invalidPayload"),
+            (nil, ["apns-id": "i"], "failed", "invalidPayload"),
+            (#"{"aps":{"content-available":1},"x":""# + String(repeating: "y", count: 4100) + #""}"#, ["apns-id": "j"], "failed", "payloadTooLarge"),
+        ]
+        for (value, headers, _, _) in inputs { try await harness.produce(value, headers: headers) }
+        let results = try await harness.results(count: inputs.count)
+        try await harness.shutdown()
+        #expect(results.count == inputs.count)
+        for (_, headers, result, reason) in inputs {
+            let got = results.first { $0.messageId == headers["apns-id"] }
+            #expect(got?.result == result, "\(headers["apns-id"] ?? "")")
+            #expect(got?.reason == reason, "\(headers["apns-id"] ?? "")")
+        }
+        let timeout = results.first { $0.messageId == "d" }
+        #expect(timeout?.json["durationMs"]?.doubleValue == 300)
+        #expect(timeout?.json["worker"]?.stringValue == "slow")
+    }
+
+    @Test func resultsAreKeyedAndHeadedLikeTheirInput() async throws {
+        var registry = WorkerRegistry()
+        registry.register(type: "content-update", worker: NoopWorker(outcome: .newData))
+        let harness = try await PushWorkerTestHarness.start(registry: registry)
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let written = try await harness.produce(Self.silent, key: "device-42", headers: ["apns-id": "msg-1", "traceparent": traceparent])
+        try await harness.produce(Self.silent)  // no key, no headers: default message id
+        _ = try await harness.results(count: 2)
+        let records = try await harness.readResultsTopic(count: 2)
+        try await harness.shutdown()
+        #expect(records.count == 2)
+        let keyed = try #require(records.first { $0.key != nil })
+        #expect(keyed.key == Array("device-42".utf8))
+        let headers = Dictionary(keyed.headers.map { ($0.name, String(decoding: $0.value ?? [], as: UTF8.self)) }, uniquingKeysWith: { a, _ in a })
+        #expect(headers["apns-id"] == "msg-1")
+        #expect(headers["traceparent"] == traceparent)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(keyed.value ?? [])) as? [String: Any])
+        #expect(json["messageId"] as? String == "msg-1")
+        #expect(json["type"] as? String == "content-update")
+        let source = try #require(json["source"] as? [String: Any])
+        #expect(source["partition"] as? Int == Int(written.topicPartition.partition))
+        #expect(source["offset"] as? Int == Int(written.offset))
+        let plain = try #require(records.first { $0.key == nil })
+        #expect(plain.headers.isEmpty)
+        let plainJSON = try #require(try JSONSerialization.jsonObject(with: Data(plain.value ?? [])) as? [String: Any])
+        let plainSource = try #require(plainJSON["source"] as? [String: Any])
+        #expect(plainJSON["messageId"] as? String == "\(harness.configuration.inputTopics[0])-\(plainSource["partition"] ?? "")-\(plainSource["offset"] ?? "")")
+    }
+
+    @Test func sameKeyRunsInOffsetOrder() async throws {
+        let log = Mutex<[(String, Int64, Bool)]>([])
+        var registry = WorkerRegistry()
+        registry.register(type: "step", worker: ClosureWorker { job in
+            let key = String(decoding: job.key ?? [], as: UTF8.self)
+            log.withLock { $0.append((key, job.source.offset, true)) }
+            try await Task.sleep(for: .milliseconds(20))
+            log.withLock { $0.append((key, job.source.offset, false)) }
+            return .newData
+        })
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) { $0.maxInFlight = 16 }
+        for index in 0..<12 {
+            try await harness.produce(#"{"aps":{"content-available":1},"type":"step"}"#, key: index % 2 == 0 ? "even" : "odd")
+        }
+        _ = try await harness.results(count: 12)
+        try await harness.shutdown()
+        let events = log.withLock { $0 }
+        for key in ["even", "odd"] {
+            let mine = events.filter { $0.0 == key }
+            // Strictly alternating start/end, offsets increasing: never two of one key at once.
+            for (index, event) in mine.enumerated() { #expect(event.2 == (index % 2 == 0)) }
+            let starts = mine.filter(\.2).map(\.1)
+            #expect(starts == starts.sorted())
+            #expect(starts.count == 6)
+        }
+        // Different keys did run in parallel.
+        var running = 0
+        var maxRunning = 0
+        for event in events { running += event.2 ? 1 : -1; maxRunning = max(maxRunning, running) }
+        #expect(maxRunning == 2)
+    }
+
+    @Test func offsetIsCommittedOnlyAfterItsResultIsAcknowledged() async throws {
+        let gate = Gate()
+        var registry = WorkerRegistry()
+        registry.register(type: "gated", worker: ClosureWorker { job in
+            await gate.wait()
+            return .newData
+        })
+        registry.register(type: "fast", worker: NoopWorker(outcome: .noData))
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) {
+            $0.consumer["auto.commit.interval.ms"] = "200"
+        }
+        try await harness.produce(#"{"aps":{"content-available":1},"type":"fast"}"#)     // offset 0
+        try await harness.produce(#"{"aps":{"content-available":1},"type":"gated"}"#)    // offset 1
+        try await harness.produce(#"{"aps":{"content-available":1},"type":"fast"}"#)     // offset 2
+        _ = try await harness.results(count: 2)  // offsets 0 and 2 are done; 1 is held
+        try await Task.sleep(for: .milliseconds(800))  // several auto-commit intervals
+        let held = try await harness.committedOffsets()
+        #expect(held[0] == 1, "only offset 0 may be committed while offset 1 has no result")
+        await gate.open()
+        _ = try await harness.results(count: 3)
+        try await harness.stop()
+        let after = try await harness.committedOffsets()
+        #expect(after[0] == 3)
+        harness.cluster.shutdown()
+    }
+
+    @Test func gracefulShutdownFinishesRunningJobsAndLeavesTheRestToTheGroup() async throws {
+        let started = Mutex<Set<Int64>>([])
+        var registry = WorkerRegistry()
+        registry.register(type: "work", worker: ClosureWorker { job in
+            started.withLock { _ = $0.insert(job.source.offset) }
+            try await Task.sleep(for: .milliseconds(400))
+            return .newData
+        })
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) { $0.maxInFlight = 2 }
+        for _ in 0..<6 { try await harness.produce(#"{"aps":{"content-available":1},"type":"work"}"#) }
+        while started.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        // Two jobs are running and four wait for a slot: stop gracefully, start a new member of the group.
+        let first = try await harness.restart(registry: registry)
+        #expect(first.count == 2, "the running jobs finish and their results are delivered")
+        #expect(first.compactMap(\.offset).sorted() == [0, 1], "records waiting for a slot were not started")
+        #expect(Set(first.compactMap(\.result)) == ["newData"])
+        // The restarted service reads the records that were never started (offsets 2...5), once.
+        let rest = try await harness.results(count: 4)
+        let committedWhileRunning = try await harness.committedOffsets()
+        #expect(committedWhileRunning[0] ?? 0 >= 2, "the finished jobs' offsets were committed at shutdown")
+        try await harness.shutdown()
+        #expect(rest.compactMap(\.offset).sorted() == [2, 3, 4, 5])
+    }
+}
+
+/// An async gate that workers wait on until a test opens it.
+actor Gate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+    func open() {
+        isOpen = true
+        waiters.forEach { $0.resume() }
+        waiters.removeAll()
+    }
+}
