@@ -29,6 +29,9 @@ final class DeadlineTimer: @unchecked Sendable {
         var tail: Entry?
     }
 
+    /// The longest the thread sleeps without a due deadline.
+    static let idleWait: Duration = .milliseconds(500)
+
     private let condition = NSCondition()
     private var lists: [Duration: List] = [:]
     private var waitingUntil: ContinuousClock.Instant?
@@ -54,7 +57,7 @@ final class DeadlineTimer: @unchecked Sendable {
         list.tail = entry
         entry.linked = true
         lists[budget] = list
-        if list.head === entry, waitingUntil.map({ deadline < $0 }) ?? true {
+        if let waitingUntil, deadline < waitingUntil {
             condition.signal()
         }
         condition.unlock()
@@ -107,13 +110,12 @@ final class DeadlineTimer: @unchecked Sendable {
                 condition.lock()
                 continue
             }
-            waitingUntil = earliest
-            if let earliest {
-                let seconds = Double(now.duration(to: earliest).components.attoseconds) / 1e18 + Double(now.duration(to: earliest).components.seconds)
-                _ = condition.wait(until: Date(timeIntervalSinceNow: seconds))
-            } else {
-                condition.wait()
-            }
+            // With nothing due sooner, look again after at most `idleWait`: a new deadline later than that
+            // needs no wake-up, so scheduling a job (deadlines are seconds away) rarely signals this thread.
+            let target = min(earliest ?? now.advanced(by: Self.idleWait), now.advanced(by: Self.idleWait))
+            waitingUntil = target
+            let (seconds, attoseconds) = now.duration(to: target).components
+            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18))
             waitingUntil = nil
         }
         condition.unlock()

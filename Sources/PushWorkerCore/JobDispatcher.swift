@@ -75,16 +75,21 @@ public final class JobDispatcher: Sendable {
             }
         }
         guard !routed.isEmpty else { return }
-        let toStart = state.withLock { state -> [Pending] in
-            var toStart: [Pending] = []
-            for pending in routed {
+        var toStart: [Pending] = []
+        for pending in routed {
+            // An immediate worker whose key is free finishes here, before the next record is looked at.
+            let outcomeNow = (pending.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: pending.job)
+            let runNow = state.withLock { state -> Bool in
                 if let key = pending.job.key {
                     if state.keyQueues[key] != nil {
                         state.keyQueues[key]?.append(pending)
                         state.waiting += 1
-                        continue
+                        return false
                     }
+                    if outcomeNow != nil { return true }
                     state.keyQueues[key] = FIFOQueue()
+                } else if outcomeNow != nil {
+                    return true
                 }
                 if state.running < maxInFlight {
                     state.running += 1
@@ -93,8 +98,13 @@ public final class JobDispatcher: Sendable {
                     state.ready.append(pending)
                     state.waiting += 1
                 }
+                return false
             }
-            return toStart
+            if runNow, let outcomeNow {
+                let nowMs = Clock.nowMs()
+                onResult(result(of: pending, ExecutionReport(
+                    outcome: outcomeNow, startedAtMs: nowMs, finishedAtMs: nowMs, durationMs: 0, timedOut: false)))
+            }
         }
         toStart.forEach(start)
     }
@@ -172,14 +182,18 @@ public final class JobDispatcher: Sendable {
 
     private func start(_ pending: Pending) {
         executor.run(pending.job, on: pending.worker) { [self] report in
-            let job = pending.job
-            onResult(ResultRecord(
-                messageId: job.messageId, type: job.type, result: report.outcome.result, reason: report.outcome.reason,
-                detail: report.outcome.detail, worker: pending.worker.name, attempt: job.attempt, source: job.source,
-                receivedAtMs: pending.receivedAtMs, startedAtMs: report.startedAtMs, finishedAtMs: report.finishedAtMs,
-                durationMs: report.durationMs, key: job.key, traceparent: job.traceparent, hasApnsId: pending.hasApnsId))
+            onResult(result(of: pending, report))
             finished(pending)
         }
+    }
+
+    private func result(of pending: Pending, _ report: ExecutionReport) -> ResultRecord {
+        let job = pending.job
+        return ResultRecord(
+            messageId: job.messageId, type: job.type, result: report.outcome.result, reason: report.outcome.reason,
+            detail: report.outcome.detail, worker: pending.worker.name, attempt: job.attempt, source: job.source,
+            receivedAtMs: pending.receivedAtMs, startedAtMs: report.startedAtMs, finishedAtMs: report.finishedAtMs,
+            durationMs: report.durationMs, key: job.key, traceparent: job.traceparent, hasApnsId: pending.hasApnsId)
     }
 
     private func finished(_ pending: Pending) {

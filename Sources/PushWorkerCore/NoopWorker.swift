@@ -18,3 +18,16 @@ public struct NoopWorker: Worker {
         return outcome
     }
 }
+
+extension NoopWorker: ImmediateWorker {
+    func immediateOutcome(for job: Job) -> WorkerOutcome? {
+        delay > .zero ? nil : outcome
+    }
+}
+
+/// A worker that can sometimes answer at once, without suspending: the dispatcher then runs it on the
+/// submitting thread, with no task, timer or thread hop (it cannot outlive any budget).
+protocol ImmediateWorker: Worker {
+    /// The outcome, or `nil` when the job needs ``Worker/perform(_:)``.
+    func immediateOutcome(for job: Job) -> WorkerOutcome?
+}

@@ -69,14 +69,15 @@ public struct ResultRecord: Sendable, Hashable {
         out.raw(",\"reason\":"); out.optionalString(reason?.rawValue)
         out.raw(",\"detail\":"); out.optionalString(detail)
         out.raw(",\"worker\":"); out.optionalString(worker)
-        out.raw(",\"attempt\":"); out.raw(String(attempt))
+        out.raw(",\"attempt\":"); out.integer(Int64(attempt))
         out.raw(",\"source\":{\"topic\":"); out.string(source.topic)
-        out.raw(",\"partition\":"); out.raw(String(source.partition))
-        out.raw(",\"offset\":"); out.raw(String(source.offset))
-        out.raw("},\"receivedAt\":\""); out.raw(Clock.rfc3339(ms: receivedAtMs))
-        out.raw("\",\"startedAt\":"); out.optionalString(startedAtMs.map(Clock.rfc3339(ms:)))
-        out.raw(",\"finishedAt\":\""); out.raw(Clock.rfc3339(ms: finishedAtMs))
-        out.raw("\",\"durationMs\":"); out.raw(Self.formatDuration(durationMs))
+        out.raw(",\"partition\":"); out.integer(Int64(source.partition))
+        out.raw(",\"offset\":"); out.integer(source.offset)
+        out.raw("},\"receivedAt\":"); out.timestamp(receivedAtMs)
+        out.raw(",\"startedAt\":")
+        if let startedAtMs { out.timestamp(startedAtMs) } else { out.raw("null") }
+        out.raw(",\"finishedAt\":"); out.timestamp(finishedAtMs)
+        out.raw(",\"durationMs\":"); out.raw(Self.formatDuration(durationMs))
         out.raw("}")
         return out.bytes
     }
@@ -100,7 +101,36 @@ struct JSONWriter {
 
     init() { bytes.reserveCapacity(384) }
 
+    mutating func raw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
     mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
+
+    /// A decimal integer.
+    mutating func integer(_ value: Int64) {
+        if value < 0 { bytes.append(0x2D) }
+        var magnitude = value.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            repeat {
+                buffer[count] = UInt8(truncatingIfNeeded: 0x30 + magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            for index in stride(from: count - 1, through: 0, by: -1) { bytes.append(buffer[index]) }
+        }
+    }
+
+    /// A quoted RFC 3339 timestamp from UNIX milliseconds.
+    mutating func timestamp(_ ms: Int64) {
+        bytes.append(0x22)
+        Clock.appendRFC3339(ms: ms, to: &bytes)
+        bytes.append(0x22)
+    }
 
     mutating func optionalString(_ text: String?) {
         if let text { string(text) } else { raw("null") }

@@ -26,6 +26,8 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
         // A minimal producer owns the mock cluster; it never produces.
         var configuration = KafkaConfiguration()
         configuration["client.id"] = "pushworker-embedded-cluster"
+        // The owner never connects: hide its "No bootstrap.servers configured" notice (log_level 4 = warning).
+        configuration["log_level"] = "4"
         owner = try KafkaClient(kind: .producer, configuration: configuration, callbacks: KafkaCallbacks(log: logHandler))
         guard let mc = rd_kafka_mock_cluster_new(owner.handle, Int32(brokers)) else {
             throw KafkaError(.mockCluster, "rd_kafka_mock_cluster_new failed")

@@ -23,6 +23,7 @@ public enum KafkaRebalanceEvent: Sendable, Equatable {
 public final class KafkaConsumer: Sendable {
     private let client: KafkaClient
     private let closed = Atomic<Bool>(false)
+    private let topicNames = Mutex<[UInt: String]>([:])
 
     /// Creates a consumer. Offsets are stored only by ``storeOffsets(_:)`` when the configuration sets
     /// `enable.auto.offset.store=false`, as at-least-once processing needs.
@@ -94,7 +95,15 @@ public final class KafkaConsumer: Sendable {
         defer { rd_kafka_message_destroy(message) }
         let err = message.pointee.err
         if err == RD_KAFKA_RESP_ERR_NO_ERROR {
-            return KafkaRecord(copying: message)
+            // One topic name per topic handle, not one String per record.
+            let handle = UInt(bitPattern: message.pointee.rkt)
+            let topic = topicNames.withLock { cache -> String in
+                if let name = cache[handle] { return name }
+                let name = message.pointee.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
+                cache[handle] = name
+                return name
+            }
+            return KafkaRecord(copying: message, topic: topic)
         }
         if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
         if err == RD_KAFKA_RESP_ERR__FATAL {

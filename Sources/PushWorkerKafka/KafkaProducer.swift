@@ -52,15 +52,23 @@ public final class KafkaProducer: Sendable {
         let callbacks = KafkaCallbacks(log: logHandler, delivery: { message in
             let m = message.pointee
             let token = UInt64(UInt(bitPattern: m._private))
-            let topic = m.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
-            let error = m.err == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(.deliveryFailed, "delivery to \(topic) failed", m.err)
-            let report = KafkaDeliveryReport(
-                token: token,
-                topicPartition: TopicPartition(topic: topic, partition: m.partition),
-                offset: m.offset,
-                error: error
-            )
-            reports.reports.withLock { $0.append(report) }
+            let rkt = m.rkt
+            reports.state.withLock { state in
+                // One topic name per topic handle, not one String per report.
+                let key = UInt(bitPattern: rkt)
+                if state.topicHandle != key || state.topicHandle == 0 {
+                    state.topicHandle = key
+                    state.topicName = rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
+                }
+                let topic = state.topicName
+                let error = m.err == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(.deliveryFailed, "delivery to \(topic) failed", m.err)
+                state.reports.append(KafkaDeliveryReport(
+                    token: token,
+                    topicPartition: TopicPartition(topic: topic, partition: m.partition),
+                    offset: m.offset,
+                    error: error
+                ))
+            }
         })
         self.client = try KafkaClient(kind: .producer, configuration: configuration, callbacks: callbacks)
         let thread = Thread { [self] in self.pollLoop() }
@@ -244,10 +252,10 @@ public final class KafkaProducer: Sendable {
     }
 
     private func dispatchReports() {
-        let batch = reports.reports.withLock { reports -> [KafkaDeliveryReport] in
-            guard !reports.isEmpty else { return [] }
-            defer { reports.removeAll(keepingCapacity: true) }
-            return reports
+        let batch = reports.state.withLock { state -> [KafkaDeliveryReport] in
+            guard !state.reports.isEmpty else { return [] }
+            defer { state.reports.removeAll(keepingCapacity: true) }
+            return state.reports
         }
         guard !batch.isEmpty else { return }
         var forHandler: [KafkaDeliveryReport] = []
@@ -273,5 +281,10 @@ func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -
 
 /// Delivery reports served by one `rd_kafka_poll` call, collected by `dr_msg_cb` and handed over after it.
 final class DeliveryReportBuffer: Sendable {
-    let reports = Mutex<[KafkaDeliveryReport]>([])
+    struct State {
+        var reports: [KafkaDeliveryReport] = []
+        var topicHandle: UInt = 0
+        var topicName = ""
+    }
+    let state = Mutex(State())
 }

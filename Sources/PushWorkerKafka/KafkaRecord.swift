@@ -34,9 +34,8 @@ public struct KafkaRecord: Sendable {
     }
 
     /// Copies a librdkafka message (which must not be an error message).
-    init(copying message: UnsafePointer<rd_kafka_message_t>) {
+    init(copying message: UnsafePointer<rd_kafka_message_t>, topic: String) {
         let m = message.pointee
-        let topic = m.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
         self.topicPartition = TopicPartition(topic: topic, partition: m.partition)
         self.offset = m.offset
         if let payload = m.payload {

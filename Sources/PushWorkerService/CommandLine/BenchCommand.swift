@@ -12,8 +12,8 @@ struct BenchCommand {
     Usage: pushworker bench [--records N] [--partitions P] [--max-in-flight M] [--latency-rate R]
                             [--latency-seconds S] [--skip-baseline]
 
-    Measures on an embedded cluster (one broker), with the noop worker, each run timed from the partition
-    assignment to its last acknowledged result:
+    Measures on an embedded cluster (one broker), with the noop worker, each throughput run timed from the
+    first record taken to the last result acknowledged:
       1. baseline: a bare librdkafka pipe in the same process (consume, produce a fixed result, store the
          offset once it is acknowledged; no parsing, validation or dispatch), over N pre-filled records;
       2. throughput: pushworker over N pre-filled records;
@@ -60,10 +60,9 @@ struct BenchCommand {
             try cluster.createTopic(topic, partitions: partitions)
             try cluster.createTopic("bench-baseline-out", partitions: partitions)
             try await Self.fill(servers: servers, topic: topic, value: payload, count: records, partitions: partitions)
-            let seconds = try await DedicatedThread.run(name: "bench-baseline") {
+            baselineRate = try await DedicatedThread.run(name: "bench-baseline") {
                 try BarePipe.run(servers: servers, input: topic, output: "bench-baseline-out", records: records)
             }
-            baselineRate = Double(records) / seconds
             Output.line("baseline (bare librdkafka pipe): \(Self.format(baselineRate ?? 0)) records/s")
         }
 
@@ -86,7 +85,7 @@ struct BenchCommand {
         configuration.maxBufferedRecords = max(50_000, records + 1)
         configuration.workers["bench"] = WorkerSpec(kind: .noop(result: .newData, reason: nil, delayMs: 0))
         let throughput = try await Self.runService(configuration: configuration, registry: commandLine.makeRegistry(configuration), expected: records, during: nil)
-        let rate = Double(records) / throughput.seconds
+        let rate = throughput.rate
         var line = "pushworker: \(Self.format(rate)) records/s"
         if let baselineRate { line += String(format: " (%.2f× the baseline)", rate / baselineRate) }
         Output.line(line)
@@ -99,7 +98,11 @@ struct BenchCommand {
             configuration.inputTopics = [latencyInput]
             configuration.groupId = "bench-latency-\(UUID().uuidString.prefix(8))"
             let sendTimes = SendTimes()
-            let result = try await Self.runService(configuration: configuration, registry: commandLine.makeRegistry(configuration), expected: latencyCount) {
+            // Warm-up records, one per partition, start the consumer's fetching; they are not measured.
+            try await Self.fill(servers: servers, topic: latencyInput, value: payload, count: partitions, partitions: partitions)
+            let result = try await Self.runService(configuration: configuration, registry: commandLine.makeRegistry(configuration), expected: latencyCount + partitions) { collector in
+                // Wait until every warm-up record has its result, then measure.
+                while collector.count < partitions { try await Task.sleep(for: .milliseconds(5)) }
                 try await Self.paced(servers: servers, topic: latencyInput, value: payload, count: latencyCount, rate: latencyRate, partitions: partitions, times: sendTimes)
             }
             let latencies = result.deliveries.compactMap { delivery -> Double? in
@@ -168,26 +171,26 @@ struct BenchCommand {
     /// Runs the service until `expected` results are acknowledged.
     static func runService(
         configuration: ServiceConfiguration, registry: WorkerRegistry, expected: Int,
-        during: (@Sendable () async throws -> Void)?
-    ) async throws -> (seconds: Double, deliveries: [Delivery]) {
+        during: (@Sendable (DeliveryCollector) async throws -> Void)?
+    ) async throws -> (rate: Double, deliveries: [Delivery]) {
         let collector = DeliveryCollector(expected: expected, keepValues: during != nil)
         let service = PushWorkerService(configuration: configuration, registry: registry) { record in
             if collector.add(record) { }
         }
         collector.onComplete = { service.shutdown() }
         async let running: Void = service.run()
-        // Time from the assignment: the mock's first group join takes ~3 s and is not pushworker's work.
-        while service.currentStatistics.assignedPartitions.isEmpty && collector.count == 0 {
+        // Timed from the first record taken: the group's first join (~3 s on the mock) is not pushworker's.
+        while service.currentStatistics.recordsConsumed == 0 && collector.count == 0 {
             try await Task.sleep(for: .milliseconds(1))
         }
         let start = BenchClock.nowNs()
-        if let during { try await during() }
+        if let during { try await during(collector) }
         try await running
-        let end = collector.completedAtNs ?? BenchClock.nowNs()
         if collector.count < expected {
             throw CommandLineError(.failure, "pushworker bench: only \(collector.count) of \(expected) results arrived")
         }
-        return (Double(end - start) / 1e9, collector.deliveries)
+        let seconds = Double((collector.completedAtNs ?? BenchClock.nowNs()) - start) / 1e9
+        return (Double(expected) / seconds, collector.deliveries)
     }
 
     static func source(of value: [UInt8]) -> (Int32, Int64)? {
@@ -214,7 +217,6 @@ final class BenchCounter: Sendable {
 final class DeliveryCollector: @unchecked Sendable {
     private struct State {
         var count = 0
-        var firstAtNs: UInt64?
         var completedAtNs: UInt64?
         var deliveries: [BenchCommand.Delivery] = []
     }
@@ -232,20 +234,17 @@ final class DeliveryCollector: @unchecked Sendable {
         let now = BenchClock.nowNs()
         let complete = state.withLock { state -> Bool in
             state.count += 1
-            if state.firstAtNs == nil { state.firstAtNs = now }
             if keepValues { state.deliveries.append(.init(atNs: now, value: record.value ?? [])) }
-            if state.count == expected { state.completedAtNs = now; return true }
-            return false
+            if state.count == expected { state.completedAtNs = now }
+            return state.count == expected
         }
         if complete { onComplete?() }
         return complete
     }
 
     var count: Int { state.withLock { $0.count } }
+    /// When the last expected result was acknowledged.
     var completedAtNs: UInt64? { state.withLock { $0.completedAtNs } }
-    /// When the first result was acknowledged: throughput is measured from here, so the group's first
-    /// join (~3 s on the mock cluster) is not counted.
-    var firstAtNs: UInt64? { state.withLock { $0.firstAtNs } }
     var deliveries: [BenchCommand.Delivery] { state.withLock { $0.deliveries } }
 }
 

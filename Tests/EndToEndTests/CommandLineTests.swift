@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+
+/// The built executable driven end to end through `Process`, as users run it.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct CommandLineTests {
+    static func writeConfig(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushworker-e2e-\(UUID().uuidString.prefix(8)).json5").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    static func config(suffix: String, workers: String, extra: String = "") -> String {
+        """
+        // end-to-end test configuration
+        {
+          inputTopics: ["pushes-\(suffix)"],
+          resultsTopic: "results-\(suffix)",
+          groupId: "e2e-\(suffix)",
+          consumer: { "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "fetch.wait.max.ms": 20 },
+          log: { level: "info" },
+          workers: { \(workers) },
+          \(extra)
+        }
+        """
+    }
+
+    @Test func devBrokerOnlyThenProduceRunAndResults() async throws {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let config = try Self.writeConfig(Self.config(suffix: String(suffix), workers: #""ping": { kind: "noop", result: "newData" }"#))
+        let broker = try RunningProcess(["dev", "--broker-only", "--config", config])
+        let first = try await broker.waitForLines(1).first ?? ""
+        #expect(first.hasPrefix("bootstrap.servers=127.0.0.1:"))
+        let servers = String(first.dropFirst("bootstrap.servers=".count))
+
+        let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--type", "ping",
+                                                 "--set", "contentId=article-1", "--key", "device-1", "--header", "apns-id=e2e-1", "--count", "5"])
+        #expect(produced.status == 0, "\(produced.stderr)")
+        #expect(produced.stdout.first?.hasPrefix("delivered=5 failed=0") == true)
+        let fromFile = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--file", "-"],
+                                               stdin: Data("{\"aps\":{\"content-available\":1},\"type\":\"ping\"}\nnot json\n".utf8))
+        #expect(fromFile.status == 0)
+        #expect(fromFile.stdout.first?.hasPrefix("delivered=2 failed=0") == true)
+
+        let service = try RunningProcess(["run", "--config", config, "--bootstrap-servers", servers])
+        let results = try await runPushworker(["results", "--bootstrap-servers", servers, "--topic", "results-\(suffix)",
+                                               "--from-beginning", "--count", "7", "--timeout", "60"], timeout: .seconds(90))
+        #expect(results.status == 0, "\(results.stderr)")
+        let objects = results.stdout.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(objects.count == 7)
+        #expect(objects.filter { $0["result"] as? String == "newData" }.count == 6)
+        #expect(objects.filter { $0["reason"] as? String == "invalidPayload" }.count == 1)
+        #expect(objects.filter { $0["messageId"] as? String == "e2e-1" }.count == 5)
+
+        service.signal(SIGTERM)
+        #expect(try await service.waitForExit(timeout: .seconds(30)) == 0, "\(service.stderr.suffix(2000))")
+        #expect(service.stderr.contains("stopped"))
+        broker.signal(SIGINT)
+        #expect(try await broker.waitForExit(timeout: .seconds(30)) == 0)
+    }
+
+    @Test func aKilledWorkerLosesNothingAfterRestart() async throws {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let config = try Self.writeConfig(Self.config(
+            suffix: String(suffix), workers: #""job": { kind: "noop", result: "newData", delayMs: 150 }"#, extra: "maxInFlight: 2, dev: { partitions: 1 },"))
+        let broker = try RunningProcess(["dev", "--broker-only", "--config", config])
+        let servers = String((try await broker.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
+        let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--type", "job", "--count", "40"])
+        #expect(produced.status == 0)
+
+        let first = try RunningProcess(["run", "--config", config, "--bootstrap-servers", servers])
+        let early = try await runPushworker(["results", "--bootstrap-servers", servers, "--topic", "results-\(suffix)",
+                                             "--from-beginning", "--count", "4", "--timeout", "60"], timeout: .seconds(90))
+        #expect(early.status == 0)
+        first.signal(SIGKILL)  // a crash: jobs in flight, results and offsets not yet committed
+        _ = try await first.waitForExit()
+
+        let second = try RunningProcess(["run", "--config", config, "--bootstrap-servers", servers])
+        let deadline = ContinuousClock.now.advanced(by: .seconds(90))
+        var offsets = Set<Int>()
+        while offsets.count < 40 && ContinuousClock.now < deadline {
+            let all = try await runPushworker(["results", "--bootstrap-servers", servers, "--topic", "results-\(suffix)", "--from-beginning", "--timeout", "2"])
+            offsets = Set(all.stdout.compactMap { line -> Int? in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                      let source = object["source"] as? [String: Any] else { return nil }
+                return source["offset"] as? Int
+            })
+        }
+        #expect(offsets == Set(0..<40), "every input record has a result after the crash (at least once)")
+        second.signal(SIGTERM)
+        #expect(try await second.waitForExit(timeout: .seconds(30)) == 0)
+        broker.signal(SIGTERM)
+        _ = try await broker.waitForExit()
+    }
+
+    @Test func devWithSamplesPrintsEveryOutcome() async throws {
+        let dev = try RunningProcess(["dev", "--samples"], directory: PushWorkerExecutable.packageRoot)
+        let lines = try await dev.waitForLines(11, timeout: .seconds(60))
+        #expect(lines[0].hasPrefix("bootstrap.servers="))
+        let objects = lines.dropFirst().compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let outcomes = Set(objects.map { "\($0["result"] as? String ?? "")/\($0["reason"] as? String ?? "-")" })
+        #expect(outcomes == [
+            "newData/-", "noData/noContentId", "failed/workerError", "failed/timeout", "noData/notSilent",
+            "noData/expired", "noData/noWorker", "failed/invalidPayload", "failed/payloadTooLarge",
+        ])
+        dev.signal(SIGTERM)
+        #expect(try await dev.waitForExit(timeout: .seconds(30)) == 0)
+    }
+
+    @Test func badFlagsExitTwoAndBadConfigNamesTheKey() async throws {
+        let unknownOption = try await runPushworker(["produce", "--bogus"])
+        #expect(unknownOption.status == 2)
+        #expect(unknownOption.stderr.contains("--bogus"))
+        let unknownCommand = try await runPushworker(["frobnicate"])
+        #expect(unknownCommand.status == 2)
+        let badCount = try await runPushworker(["produce", "--bootstrap-servers", "127.0.0.1:1", "--count", "zero"])
+        #expect(badCount.status == 2)
+        for command in ["run", "dev", "produce", "results", "check-config", "bench"] {
+            let help = try await runPushworker([command, "--help"])
+            #expect(help.status == 0)
+            #expect(help.stdout.first?.hasPrefix("Usage: pushworker \(command)") == true)
+        }
+        let typo = try Self.writeConfig(#"{ groupId: "g", workers: { ping: { kind: "noop", delay: 5 } } }"#)
+        let checked = try await runPushworker(["check-config", "--config", typo])
+        #expect(checked.status == 1)
+        #expect(checked.stderr.contains("workers.ping.delay"))
+        let badProperty = try Self.writeConfig(#"{ kafka: { "bootstrap.servers": "x:1", "no.such.property": "1" } }"#)
+        let refused = try await runPushworker(["check-config", "--config", badProperty])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("no.such.property"))
+        let secret = try Self.writeConfig(#"{ kafka: { "bootstrap.servers": "x:1", "sasl.password": "hunter2" } }"#)
+        let masked = try await runPushworker(["check-config", "--config", secret])
+        #expect(masked.status == 0)
+        #expect(!masked.stdout.joined().contains("hunter2"))
+        #expect(masked.stdout.joined().contains("*****"))
+    }
+}
