@@ -42,7 +42,8 @@ final class RunningProcess: Sendable {
         try input.fileHandleForWriting.close()
         Thread.detachNewThread { [self] in
             var buffer = Data()
-            while let chunk = try? out.fileHandleForReading.read(upToCount: 65_536), !chunk.isEmpty {
+            // availableData returns what the pipe holds now (read(upToCount:) would wait for a full buffer).
+            while case let chunk = out.fileHandleForReading.availableData, !chunk.isEmpty {
                 buffer.append(chunk)
                 while let newline = buffer.firstIndex(of: 0x0A) {
                     let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
@@ -52,7 +53,7 @@ final class RunningProcess: Sendable {
             }
         }
         Thread.detachNewThread { [self] in
-            while let chunk = try? err.fileHandleForReading.read(upToCount: 65_536), !chunk.isEmpty {
+            while case let chunk = err.fileHandleForReading.availableData, !chunk.isEmpty {
                 let text = String(decoding: chunk, as: UTF8.self)
                 self.output.withLock { $0.stderr += text }
             }
