@@ -20,9 +20,9 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
 
     /// Starts a cluster of `brokers` brokers on loopback ports chosen by the system.
     /// - Parameter logHandler: receives the owning client's logs.
-    /// - Throws: ``KafkaError/Code/mockCluster`` if the cluster cannot start.
+    /// - Throws: ``KafkaError/Code/mockCluster`` if the cluster cannot start or `brokers` is below 1.
     public init(brokers: Int = 1, logHandler: KafkaLogHandler? = nil) throws {
-        precondition(brokers >= 1, "an embedded cluster needs at least one broker")
+        guard brokers >= 1 else { throw KafkaError(.mockCluster, "an embedded cluster needs at least one broker, got \(brokers)") }
         // A minimal producer owns the mock cluster; it never produces.
         var configuration = KafkaConfiguration()
         configuration["client.id"] = "pushworker-embedded-cluster"

@@ -1,0 +1,136 @@
+import Foundation
+import PushWorkerKafka
+import Synchronization
+import Testing
+
+/// The librdkafka wrapper against the embedded (mock) cluster.
+@Suite(.timeLimit(.minutes(1)))
+struct KafkaClientTests {
+    static func uniqueName(_ prefix: String) -> String { "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())" }
+
+    /// Polls on a dedicated thread until `count` records arrive or `timeoutMs` passes.
+    static func consume(_ consumer: KafkaConsumer, count: Int, timeoutMs: Int = 15_000) async throws -> [KafkaRecord] {
+        try await DedicatedThread.run(name: "test-consume") {
+            var records: [KafkaRecord] = []
+            let deadline = ContinuousClock.now.advanced(by: .milliseconds(timeoutMs))
+            while records.count < count && ContinuousClock.now < deadline {
+                if let record = try consumer.poll(timeoutMs: 50) { records.append(record) }
+            }
+            return records
+        }
+    }
+
+    @Test func recordsRoundTripWithKeysHeadersAndNullValues() async throws {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let topic = Self.uniqueName("roundtrip")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
+        let first = try await producer.send(KafkaOutgoingRecord(
+            topic: topic, key: Array("device-1".utf8), value: Array(#"{"a":1}"#.utf8),
+            headers: [KafkaHeader(name: "apns-id", string: "id-1"), KafkaHeader(name: "empty", value: nil)]))
+        #expect(first.error == nil)
+        #expect(first.offset == 0)
+        let tombstone = try await producer.send(KafkaOutgoingRecord(topic: topic, value: nil))
+        #expect(tombstone.offset == 1)
+        await producer.close()
+
+        var properties = KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers])
+        properties["group.id"] = Self.uniqueName("reader")
+        let consumer = try KafkaConsumer(configuration: properties)
+        try consumer.assign([TopicPartitionOffset(TopicPartition(topic: topic, partition: 0), offset: KafkaConsumer.offsetBeginning)])
+        let records = try await Self.consume(consumer, count: 2)
+        try await DedicatedThread.run(name: "close") { try consumer.close() }
+        #expect(records.count == 2)
+        #expect(records[0].key == Array("device-1".utf8))
+        #expect(records[0].value == Array(#"{"a":1}"#.utf8))
+        #expect(records[0].headers == [KafkaHeader(name: "apns-id", string: "id-1"), KafkaHeader(name: "empty", value: nil)])
+        #expect(records[0].topicPartition == TopicPartition(topic: topic, partition: 0))
+        #expect(records[1].value == nil)
+        #expect(records[1].key == nil)
+        #expect(records[1].offset == 1)
+        cluster.shutdown()
+    }
+
+    @Test func deliveryReportsCarryTheCallersTokensInBatches() async throws {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let topic = Self.uniqueName("tokens")
+        try cluster.createTopic(topic, partitions: 2)
+        let seen = Mutex<[UInt64]>([])
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]), onDelivery: { reports in
+            #expect(reports.allSatisfy { $0.error == nil && $0.offset >= 0 })
+            seen.withLock { $0.append(contentsOf: reports.map(\.token)) }
+        })
+        for token in UInt64(0)..<500 {
+            try producer.produce(KafkaOutgoingRecord(topic: topic, partition: Int32(token % 2), value: [1, 2, 3]), token: token)
+        }
+        #expect(await producer.flush(timeoutMs: 10_000) == 0)
+        let left = await producer.close()
+        #expect(left == 0)
+        #expect(Set(seen.withLock { $0 }) == Set(0..<500))
+        cluster.shutdown()
+    }
+
+    @Test func onlyStoredOffsetsAreCommitted() async throws {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let topic = Self.uniqueName("commits")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
+        for _ in 0..<5 { _ = try await producer.send(KafkaOutgoingRecord(topic: topic, value: [0x7B, 0x7D])) }
+        await producer.close()
+
+        let group = Self.uniqueName("group")
+        var properties = KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers])
+        properties["group.id"] = group
+        properties["enable.auto.offset.store"] = "false"
+        properties["auto.offset.reset"] = "earliest"
+        let assigned = Mutex<[KafkaRebalanceEvent]>([])
+        let consumer = try KafkaConsumer(configuration: properties, onRebalance: { event in assigned.withLock { $0.append(event) } })
+        try consumer.subscribe([topic])
+        let records = try await Self.consume(consumer, count: 5, timeoutMs: 20_000)
+        #expect(records.count == 5)
+        let tp = TopicPartition(topic: topic, partition: 0)
+        #expect(assigned.withLock { $0 }.contains(.assigned([tp])))
+        // Store "done up to offset 2" (next offset 3), commit, and read it back.
+        let refused = consumer.storeOffsets([TopicPartitionOffset(tp, offset: 3)])
+        #expect(refused.isEmpty)
+        let committed = try await DedicatedThread.run(name: "commit") { () throws -> [TopicPartitionOffset] in
+            try consumer.commit()
+            return try consumer.committed([tp], timeoutMs: 5000)
+        }
+        #expect(committed == [TopicPartitionOffset(tp, offset: 3)])
+        // A partition that is not assigned is refused, not stored.
+        let other = consumer.storeOffsets([TopicPartitionOffset(TopicPartition(topic: topic, partition: 7), offset: 1)])
+        #expect(other.count == 1)
+        try await DedicatedThread.run(name: "close") { try consumer.close() }
+        #expect(assigned.withLock { $0 }.contains(.revoking([tp])))
+        cluster.shutdown()
+    }
+
+    @Test func invalidPropertiesAreRefusedByName() throws {
+        let configuration = KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1", "no.such.property": "x"])
+        #expect(throws: KafkaError.self) { try configuration.validate() }
+        do {
+            try configuration.validate()
+        } catch let error as KafkaError {
+            #expect(error.code == .invalidConfiguration)
+            #expect(error.message.contains("no.such.property"))
+        }
+        #expect(throws: Never.self) { try KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1", "linger.ms": "5"]).validate() }
+    }
+
+    @Test func embeddedClusterReportsTopicsAndStopsOnShutdown() async throws {
+        let cluster = try EmbeddedKafkaCluster(brokers: 3)
+        #expect(cluster.bootstrapServers.split(separator: ",").count == 3)
+        let topic = Self.uniqueName("meta")
+        try cluster.createTopic(topic, partitions: 6, replicationFactor: 3)
+        var properties = KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers])
+        properties["group.id"] = Self.uniqueName("meta")
+        let consumer = try KafkaConsumer(configuration: properties)
+        let partitions = try await DedicatedThread.run(name: "meta") { try consumer.partitionCount(topic: topic, timeoutMs: 5000) }
+        #expect(partitions == 6)
+        try await DedicatedThread.run(name: "close") { try consumer.close() }
+        cluster.shutdown()
+        #expect(throws: KafkaError.self) { try cluster.createTopic("after-shutdown") }
+        #expect(throws: KafkaError.self) { try EmbeddedKafkaCluster(brokers: 0) }
+    }
+}
