@@ -17,6 +17,7 @@ public final class PushWorkerService: Sendable {
     private let onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?
     private let stopRequested = Atomic<Bool>(false)
     private let consumerBox = Mutex<KafkaConsumer?>(nil)
+    private let publisherBox = Mutex<ResultPublisher?>(nil)
     private let statistics = Mutex(Statistics())
 
     /// Counters of a running service.
@@ -25,6 +26,8 @@ public final class PushWorkerService: Sendable {
         public var recordsConsumed = 0
         /// Results acknowledged by the broker.
         public var resultsDelivered = 0
+        /// Results produced again because librdkafka reported them undelivered (never dropped).
+        public var resultDeliveryRetries = 0
         /// Rebalances seen (assignments, revocations and losses).
         public var rebalances = 0
         /// Whether the consumer has partitions assigned.
@@ -50,7 +53,11 @@ public final class PushWorkerService: Sendable {
     }
 
     /// A snapshot of the counters.
-    public var currentStatistics: Statistics { statistics.withLock { $0 } }
+    public var currentStatistics: Statistics {
+        var snapshot = statistics.withLock { $0 }
+        snapshot.resultDeliveryRetries = publisherBox.withLock { $0 }?.retryCount ?? snapshot.resultDeliveryRetries
+        return snapshot
+    }
 
     /// Asks ``run()`` to stop gracefully. Safe to call from any thread, any number of times.
     public func shutdown() {
@@ -94,6 +101,7 @@ public final class PushWorkerService: Sendable {
             statistics: { [self] change in self.statistics.withLock { change(&$0) } })
         rebalance.handler = { event in loop.rebalanced(event) }
         consumerBox.withLock { $0 = consumer }
+        publisherBox.withLock { $0 = publisher }
         try consumer.subscribe(configuration.inputTopics)
         logger.info("consuming", metadata: [
             "topics": configuration.inputTopics.joined(separator: ","), "groupId": configuration.groupId,
@@ -126,6 +134,9 @@ public final class PushWorkerService: Sendable {
             logger.warning("leaving the group failed", metadata: ["error": "\(error)"])
         }
         consumerBox.withLock { $0 = nil }
+        let retries = publisher.retryCount
+        statistics.withLock { $0.resultDeliveryRetries = retries }
+        publisherBox.withLock { $0 = nil }
         rebalance.handler = nil
         logger.info("stopped", metadata: ["resultsDelivered": String(currentStatistics.resultsDelivered)])
         if let failure { throw failure }

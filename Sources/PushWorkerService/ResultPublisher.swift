@@ -27,6 +27,7 @@ final class ResultPublisher: Sendable {
     private let resultsTopic: String
     private let tracker: OffsetTracker
     private let logger: Logger
+    private let retries = Atomic<Int>(0)
 
     /// Creates the publisher and its producer.
     /// - Parameters:
@@ -65,6 +66,9 @@ final class ResultPublisher: Sendable {
             offset: result.source.offset, failures: 0)
         send([outgoing])
     }
+
+    /// Results produced again after librdkafka reported them undelivered.
+    var retryCount: Int { retries.load(ordering: .relaxed) }
 
     /// Results produced or waiting in the backlog, not yet acknowledged.
     var unacknowledged: Int { state.withLock { $0.inFlight.count + $0.backlog.count } }
@@ -142,6 +146,7 @@ final class ResultPublisher: Sendable {
         }
         if let onDelivered { records.forEach(onDelivered) }
         if let (_, error) = failed.first {
+            retries.add(failed.count, ordering: .relaxed)
             logFailure("\(failed.count) result(s) not delivered; producing them again", error)
             state.withLock { $0.backlog.append(contentsOf: failed.map(\.0)) }
         }

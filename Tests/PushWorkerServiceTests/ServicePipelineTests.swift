@@ -171,3 +171,34 @@ actor Gate {
         waiters.removeAll()
     }
 }
+
+/// Results that the broker refuses are kept and produced again, and their offsets wait for them.
+@Suite(.timeLimit(.minutes(2)))
+struct ResultDeliveryTests {
+    @Test func undeliveredResultsAreRetriedNeverDropped() async throws {
+        let gate = Gate()
+        var registry = WorkerRegistry()
+        registry.register(type: "gated", worker: ClosureWorker { _ in
+            await gate.wait()
+            return .newData
+        })
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) {
+            // librdkafka gives up on a result after 500 ms; pushworker must produce it again.
+            $0.producer["message.timeout.ms"] = "500"
+            $0.producer["retry.backoff.ms"] = "50"
+        }
+        for _ in 0..<3 { try await harness.produce(#"{"aps":{"content-available":1},"type":"gated"}"#) }
+        // Every Produce request fails for a while (REQUEST_TIMED_OUT, retriable, 7): the results time out.
+        harness.cluster.pushRequestErrors(apiKey: 0, count: 40, error: 7)
+        await gate.open()
+        let results = try await harness.results(count: 3, timeout: .seconds(60))
+        let retries = harness.service.currentStatistics.resultDeliveryRetries
+        try await harness.stop()
+        let committed = try await harness.committedOffsets()
+        harness.cluster.shutdown()
+        #expect(results.count == 3)
+        #expect(Set(results.compactMap(\.offset)) == [0, 1, 2])
+        #expect(retries > 0, "the results were refused at first and produced again")
+        #expect(committed[0] == 3)
+    }
+}
