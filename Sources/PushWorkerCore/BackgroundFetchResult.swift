@@ -10,8 +10,10 @@ public enum BackgroundFetchResult: String, Sendable, Hashable, CaseIterable, Cod
 
 /// Why a record got its result: pushworker's own reasons (contract section 2) or a worker-defined string.
 public struct ResultReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The reason as written in the result's `reason` field.
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// A worker-defined reason, e.g. `ResultReason("unchanged")`.
     public init(_ rawValue: String) { self.rawValue = rawValue }
     public init(stringLiteral value: String) { self.rawValue = value }
     public var description: String { rawValue }

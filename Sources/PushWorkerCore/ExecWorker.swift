@@ -10,7 +10,8 @@ import Synchronization
 /// - Outcome: the first stdout line if it is `newData`, `noData` or `failed`, optionally followed by a
 ///   space and a reason; otherwise exit status 0 = `newData`, anything else = `failed` / `workerError`
 ///   with the status as detail.
-/// - At the deadline (task cancellation): SIGTERM, then SIGKILL after ``terminationGrace``.
+/// - At the deadline (task cancellation): SIGTERM, then SIGKILL after ``terminationGrace``, to the
+///   program's process group (the program and the programs it started).
 public struct ExecWorker: Worker {
     /// The program and its arguments; `arguments[0]` is the program.
     public var arguments: [String]
@@ -103,10 +104,12 @@ public struct ExecWorker: Worker {
         let (status, signaled, output) = await withTaskCancellationHandler {
             await run.wait()
         } onCancel: {
-            kill(pid, SIGTERM)
+            // Foundation starts the program as the leader of its own process group: signal the whole
+            // group, so that programs it started stop too.
+            kill(-pid, SIGTERM)
             Thread.detachNewThread {
                 Thread.sleep(forTimeInterval: Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18)
-                if !run.isFinished { kill(pid, SIGKILL) }
+                kill(-pid, SIGKILL)
             }
         }
         if Task.isCancelled { throw CancellationError() }
@@ -136,8 +139,6 @@ final class ProcessRun: Sendable {
         var waiter: CheckedContinuation<(Int32, Bool, Data), Never>?
     }
     private let state = Mutex(State())
-
-    var isFinished: Bool { state.withLock { $0.status != nil } }
 
     func finish(status: Int32, signaled: Bool) { update { $0.status = (status, signaled) } }
     func finish(output: Data) { update { $0.output = output } }

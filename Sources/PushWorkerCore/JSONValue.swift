@@ -2,12 +2,19 @@
 ///
 /// Numbers without a fraction that fit in 64 bits are ``int(_:)``; other numbers are ``double(_:)``.
 public enum JSONValue: Sendable, Hashable, Codable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number without a fraction that fits in `Int64`.
     case int(Int64)
+    /// Any other number.
     case double(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object.
     case object([String: JSONValue])
 
     public init(from decoder: Decoder) throws {

@@ -113,17 +113,33 @@ public final class JobDispatcher: Sendable {
     /// e.g. for partitions being revoked or at shutdown. Running jobs are not affected.
     /// - Returns: the sources taken back.
     public func discardWaiting(where matches: @Sendable (RecordSource) -> Bool) -> [RecordSource] {
-        let (removed, wake) = state.withLock { state -> ([RecordSource], [CheckedContinuation<Void, Never>]) in
-            var removed = state.ready.removeAll { matches($0.job.source) }.map(\.job.source)
+        let (removed, toStart, wake) = state.withLock { state -> ([RecordSource], [Pending], [CheckedContinuation<Void, Never>]) in
+            let removedReady = state.ready.removeAll { matches($0.job.source) }
+            var removed = removedReady.map(\.job.source)
             for key in Array(state.keyQueues.keys) {
                 removed += state.keyQueues[key]?.removeAll { matches($0.job.source) }.map(\.job.source) ?? []
             }
+            // A discarded ready job held its key: hand the key to the next job queued behind it, or free it.
+            for pending in removedReady {
+                guard let key = pending.job.key else { continue }
+                if let next = state.keyQueues[key]?.popFirst() {
+                    state.ready.append(next)
+                } else {
+                    state.keyQueues[key] = nil
+                }
+            }
             state.waiting -= removed.count
-            guard state.running == 0 && state.waiting == 0 else { return (removed, []) }
-            state.keyQueues.removeAll()
+            var toStart: [Pending] = []
+            while state.running < maxInFlight, let next = state.ready.popFirst() {
+                state.running += 1
+                state.waiting -= 1
+                toStart.append(next)
+            }
+            guard state.running == 0 && state.waiting == 0 else { return (removed, toStart, []) }
             defer { state.idleWaiters.removeAll() }
-            return (removed, state.idleWaiters)
+            return (removed, toStart, state.idleWaiters)
         }
+        toStart.forEach(start)
         wake.forEach { $0.resume() }
         return removed
     }

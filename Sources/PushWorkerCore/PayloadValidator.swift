@@ -40,6 +40,9 @@ public struct PayloadValidator: Sendable {
         guard Self.isValidUTF8(value) else {
             return .rejected(.failed, .invalidPayload, detail: "the value is not valid UTF-8")
         }
+        if let problem = Self.strictnessProblem(value) {
+            return .rejected(.failed, .invalidPayload, detail: problem)
+        }
         let parsed: ParsedEnvelope
         switch Self.parseEnvelope(value) {
         case .failure(let detail):
@@ -69,6 +72,38 @@ public struct PayloadValidator: Sendable {
         // ASCII fast path; otherwise the standard library's validating decoder.
         if bytes.allSatisfy({ $0 < 0x80 }) { return true }
         return String(validating: bytes, as: UTF8.self) != nil
+    }
+
+    /// The two things cJSON accepts that RFC 8259 does not: a raw control character inside a string and
+    /// a number with a leading zero (`01`). One pass, before cJSON parses the rest.
+    static func strictnessProblem(_ bytes: [UInt8]) -> String? {
+        var inString = false
+        var escaped = false
+        var previous: UInt8 = 0x20
+        var beforePrevious: UInt8 = 0x20
+        for (index, byte) in bytes.enumerated() {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == 0x5C {
+                    escaped = true
+                } else if byte == 0x22 {
+                    inString = false
+                } else if byte < 0x20 {
+                    return "the value is not valid JSON (a raw control character inside a string at byte \(index))"
+                }
+            } else if byte == 0x22 {
+                inString = true
+            } else if byte == 0x30, index + 1 < bytes.count, (0x30...0x39).contains(bytes[index + 1]),
+                      !(0x30...0x39).contains(previous), previous != 0x2E, previous != 0x65, previous != 0x45,
+                      previous != 0x2B, !(previous == 0x2D && (beforePrevious == 0x65 || beforePrevious == 0x45)) {
+                // Exponent digits (1e05, 1e-05) may start with 0; integer parts (01, -01) may not.
+                return "the value is not valid JSON (a number with a leading zero at byte \(index))"
+            }
+            beforePrevious = previous
+            previous = byte
+        }
+        return nil
     }
 
     struct ParsedEnvelope {
