@@ -8,6 +8,7 @@ struct ProduceCommand {
     static let help = """
     Usage: pushworker produce --bootstrap-servers HOSTS [--topic T] [--type T] [--set KEY=VALUE]...
                               [--key K] [--header K=V]... [--count N] [--rate PER_SEC] [--file FILE or -]
+                              [--timeout SECONDS]
 
     Builds {"aps":{"content-available":1},"type":T,KEY:VALUE,...} and sends it COUNT times, or sends each
     non-empty line of FILE (or stdin with '-') as the record value exactly as written. Prints how many
@@ -26,6 +27,8 @@ struct ProduceCommand {
       --count N                   how many records (default 1; with --file: how many times the file is sent)
       --rate PER_SEC              at most this many records per second (default: as fast as possible)
       --file FILE                 send the lines of FILE ('-' for stdin) instead of building a payload
+      --timeout SECONDS           how long a record may wait for the broker before it counts as failed
+                                  (librdkafka message.timeout.ms; default 30)
     """
 
     func execute(_ arguments: [String]) async throws {
@@ -34,6 +37,7 @@ struct ProduceCommand {
             .init(name: "type", takesValue: true), .init(name: "set", takesValue: true, repeatable: true),
             .init(name: "key", takesValue: true), .init(name: "header", takesValue: true, repeatable: true),
             .init(name: "count", takesValue: true), .init(name: "rate", takesValue: true), .init(name: "file", takesValue: true),
+            .init(name: "timeout", takesValue: true),
         ])
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
@@ -41,6 +45,7 @@ struct ProduceCommand {
         let topic = parser.value("topic") ?? "pushes"
         let count = try parser.int("count", in: 1...100_000_000) ?? 1
         let rate = try parser.double("rate", in: 0.001...10_000_000)
+        let timeout = try parser.double("timeout", in: 0.001...86_400) ?? 30
         let headers = try parser.all("header").map { text -> KafkaHeader in
             guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
                 throw CommandLineError(.usage, "pushworker produce: --header must be NAME=VALUE, got '\(text)'")
@@ -57,7 +62,9 @@ struct ProduceCommand {
         } else {
             values = [try PayloadBuilder.build(type: parser.value("type"), sets: parser.all("set"))]
         }
-        let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": servers]), logHandler: Logger(label: "pushworker.produce").kafkaLogHandler)
+        let producer = try KafkaProducer(
+            configuration: KafkaConfiguration(["bootstrap.servers": servers, "message.timeout.ms": String(Int(timeout * 1000))]),
+            logHandler: Logger(label: "pushworker.produce").kafkaLogHandler)
         let total = count * values.count
         let counts = DeliveryCounts()
         let interval = rate.map { 1.0 / $0 }
