@@ -35,7 +35,6 @@ public struct ExecWorker: Worker {
         self.environment = environment
         self.workingDirectory = workingDirectory
         self.terminationGrace = terminationGrace
-        signal(SIGPIPE, SIG_IGN)
     }
 
     /// An exec worker failure before the program ran.
@@ -78,28 +77,44 @@ public struct ExecWorker: Worker {
             run.finish(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal)
         }
         try Task.checkCancellation()
-        do {
-            try process.run()
-        } catch {
-            throw LaunchError(description: "exec worker: cannot start \(path): \(error)")
-        }
-        let pid = process.processIdentifier
         let value = job.value
-        // Blocking pipe I/O on a dedicated thread, never on the cooperative pool.
-        let io = Thread {
-            let input = stdin.fileHandleForWriting
-            try? input.write(contentsOf: Data(value))
-            try? input.close()
-            var output = Data()
-            let reader = stdout.fileHandleForReading
-            while let chunk = try? reader.read(upToCount: 16_384), !chunk.isEmpty {
-                if output.count < Self.maxOutputBytes { output.append(chunk.prefix(Self.maxOutputBytes - output.count)) }
+        // Start the program and do its blocking pipe I/O on a dedicated thread, never on the cooperative
+        // pool. That thread first clears its signal mask: a child inherits the mask of the thread that
+        // starts it, and pushworker's pool threads block SIGTERM (signal handling), which would make the
+        // program deaf to the SIGTERM it gets at its deadline.
+        let launch: Result<pid_t, LaunchError> = await withCheckedContinuation { continuation in
+            let io = Thread {
+                var none = sigset_t()
+                sigemptyset(&none)
+                pthread_sigmask(SIG_SETMASK, &none, nil)
+                do {
+                    try process.run()
+                } catch {
+                    continuation.resume(returning: .failure(LaunchError(description: "exec worker: cannot start \(path): \(error)")))
+                    return
+                }
+                continuation.resume(returning: .success(process.processIdentifier))
+                // A program that exits without reading stdin must not kill pushworker with SIGPIPE: block it
+                // on this thread only (the write then fails with EPIPE).
+                var pipeSignal = sigset_t()
+                sigemptyset(&pipeSignal)
+                sigaddset(&pipeSignal, SIGPIPE)
+                pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+                let input = stdin.fileHandleForWriting
+                try? input.write(contentsOf: Data(value))
+                try? input.close()
+                var output = Data()
+                let reader = stdout.fileHandleForReading
+                while let chunk = try? reader.read(upToCount: 16_384), !chunk.isEmpty {
+                    if output.count < Self.maxOutputBytes { output.append(chunk.prefix(Self.maxOutputBytes - output.count)) }
+                }
+                try? reader.close()
+                run.finish(output: output)
             }
-            try? reader.close()
-            run.finish(output: output)
+            io.name = "pushworker-exec-io"
+            io.start()
         }
-        io.name = "pushworker-exec-io"
-        io.start()
+        let pid = try launch.get()
         let grace = terminationGrace
         let (status, signaled, output) = await withTaskCancellationHandler {
             await run.wait()

@@ -76,6 +76,13 @@ public struct PushWorkerCommandLine: Sendable {
     /// Loads the configuration for `run`/`check-config`: `--config`, else `$PUSHWORKER_CONFIG`, else the
     /// built-in defaults, then the environment, then `--bootstrap-servers`.
     static func loadConfiguration(path: String?, bootstrapServers: String?, fallbackPath: String? = nil) throws -> ServiceConfiguration {
+        let (configuration, _) = try loadConfigurationWithSource(path: path, bootstrapServers: bootstrapServers, fallbackPath: fallbackPath)
+        return configuration
+    }
+
+    /// Like ``loadConfiguration(path:bootstrapServers:fallbackPath:)``, also naming where it came from
+    /// (a file path, or "built-in defaults") for the startup log.
+    static func loadConfigurationWithSource(path: String?, bootstrapServers: String?, fallbackPath: String? = nil) throws -> (ServiceConfiguration, String) {
         let environment = ProcessInfo.processInfo.environment
         let file = path ?? environment["PUSHWORKER_CONFIG"].flatMap { $0.isEmpty ? nil : $0 } ?? fallbackPath
         var configuration = try ServiceConfiguration.load(path: file, environment: environment)
@@ -83,7 +90,7 @@ public struct PushWorkerCommandLine: Sendable {
             configuration.kafka["bootstrap.servers"] = bootstrapServers
             try configuration.check()
         }
-        return configuration
+        return (configuration, file ?? "built-in defaults")
     }
 
     func makeRegistry(_ configuration: ServiceConfiguration) -> WorkerRegistry {

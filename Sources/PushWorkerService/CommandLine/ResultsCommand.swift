@@ -44,7 +44,7 @@ struct ResultsCommand {
             // librdkafka 2.0.2 refuses rd_kafka_assign without a group.id; this group never commits.
             configuration["group.id"] = "pushworker-results-\(UUID().uuidString.prefix(8))"
             let consumer = try KafkaConsumer(configuration: configuration, logHandler: Logger(label: "pushworker.results").kafkaLogHandler)
-            let partitions = try consumer.partitionCount(topic: topic, timeoutMs: 10_000)
+            let partitions = try consumer.partitionCount(topic: topic, timeoutMs: Int32(min(10_000, max(1_000, timeout * 1000))))
             try consumer.assign((0..<partitions).map {
                 TopicPartitionOffset(TopicPartition(topic: topic, partition: Int32($0)), offset: fromBeginning ? KafkaConsumer.offsetBeginning : KafkaConsumer.offsetEnd)
             })
