@@ -71,7 +71,7 @@ final class DeadlineTimer: @unchecked Sendable {
         condition.unlock()
     }
 
-    /// Stops the thread; pending actions never fire.
+    /// Stops the thread once every scheduled action has fired or been cancelled.
     func stop() {
         condition.lock()
         stopped = true
@@ -91,7 +91,7 @@ final class DeadlineTimer: @unchecked Sendable {
 
     private func loop() {
         condition.lock()
-        while !stopped {
+        while !stopped || !lists.isEmpty {
             let now = ContinuousClock.now
             var due: [Entry] = []
             var earliest: ContinuousClock.Instant?

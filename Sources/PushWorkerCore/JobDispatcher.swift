@@ -180,9 +180,10 @@ public final class JobDispatcher: Sendable {
                 source: record.source, receivedAtMs: record.receivedAtMs, startedAtMs: nil, finishedAtMs: Clock.nowMs(),
                 durationMs: 0, key: record.key, traceparent: traceparent, hasApnsId: apnsId != nil))
         }
-        switch validator.validate(value: record.value, apnsExpiration: expiration, nowMs: nowMs) {
+        let (verdict, payloadType) = validator.check(value: record.value, apnsExpiration: expiration, nowMs: nowMs)
+        switch verdict {
         case .rejected(let result, let reason, let detail):
-            return immediate(result, reason, detail, type: nil)
+            return immediate(result, reason, detail, type: payloadType)
         case .accepted(let type):
             guard let worker = registry.route(type: type), let value = record.value else {
                 let detail = type.map { "no worker is registered for type \"\($0)\" and there is no default worker" }

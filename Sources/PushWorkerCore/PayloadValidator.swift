@@ -26,45 +26,53 @@ public struct PayloadValidator: Sendable {
     ///
     /// - Parameter apnsExpiration: the `apns-expiration` header text (UNIX seconds), or `nil` if absent.
     public func validate(value: [UInt8]?, apnsExpiration: String?, nowMs: Int64) -> Verdict {
+        check(value: value, apnsExpiration: apnsExpiration, nowMs: nowMs).verdict
+    }
+
+    /// ``validate(value:apnsExpiration:nowMs:)`` and the payload's string `type` when it was read (also for
+    /// records rejected by rows 3 and 4), for the result's `type` field.
+    func check(value: [UInt8]?, apnsExpiration: String?, nowMs: Int64) -> (verdict: Verdict, type: String?) {
         guard let value else {
-            return .rejected(.failed, .invalidPayload, detail: "the record value is null; expected a JSON object")
+            return (.rejected(.failed, .invalidPayload, detail: "the record value is null; expected a JSON object"), nil)
         }
         // Row 1: size, before any parsing.
         if value.count > maxPayloadBytes {
-            return .rejected(.failed, .payloadTooLarge, detail: "the value is \(value.count) bytes; the limit is \(maxPayloadBytes) bytes")
+            return (.rejected(.failed, .payloadTooLarge, detail: "the value is \(value.count) bytes; the limit is \(maxPayloadBytes) bytes"), nil)
         }
         if value.isEmpty {
-            return .rejected(.failed, .invalidPayload, detail: "the record value is empty; expected a JSON object")
+            return (.rejected(.failed, .invalidPayload, detail: "the record value is empty; expected a JSON object"), nil)
         }
         // Row 2: valid UTF-8, then a JSON object.
         guard Self.isValidUTF8(value) else {
-            return .rejected(.failed, .invalidPayload, detail: "the value is not valid UTF-8")
+            return (.rejected(.failed, .invalidPayload, detail: "the value is not valid UTF-8"), nil)
         }
         if let problem = Self.strictnessProblem(value) {
-            return .rejected(.failed, .invalidPayload, detail: problem)
+            return (.rejected(.failed, .invalidPayload, detail: problem), nil)
         }
         let parsed: ParsedEnvelope
         switch Self.parseEnvelope(value) {
         case .failure(let detail):
-            return .rejected(.failed, .invalidPayload, detail: detail)
+            return (.rejected(.failed, .invalidPayload, detail: detail), nil)
         case .success(let envelope):
             parsed = envelope
         }
         // Row 3: aps.content-available must be the integer 1.
         if let problem = parsed.silentProblem {
-            return .rejected(.noData, .notSilent, detail: problem)
+            return (.rejected(.noData, .notSilent, detail: problem), parsed.type)
         }
         // Row 4: apns-expiration (UNIX seconds); 0 or absent = never expires.
         if let apnsExpiration {
             let text = apnsExpiration.trimmingSpaces
             guard let seconds = Int64(text), seconds >= 0 else {
-                return .rejected(.failed, .invalidPayload, detail: "the apns-expiration header '\(apnsExpiration)' is not UNIX seconds")
+                return (.rejected(.failed, .invalidPayload, detail: "the apns-expiration header '\(apnsExpiration)' is not UNIX seconds"), parsed.type)
             }
-            if seconds != 0 && seconds * 1000 <= nowMs {
-                return .rejected(.noData, .expired, detail: "apns-expiration \(seconds) passed before the record was taken")
+            // Seconds so large that they overflow in milliseconds are in the far future.
+            let (expirationMs, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+            if seconds != 0 && !overflow && expirationMs <= nowMs {
+                return (.rejected(.noData, .expired, detail: "apns-expiration \(seconds) passed before the record was taken"), parsed.type)
             }
         }
-        return .accepted(type: parsed.type)
+        return (.accepted(type: parsed.type), parsed.type)
     }
 
     @inline(__always)
@@ -74,8 +82,10 @@ public struct PayloadValidator: Sendable {
         return String(validating: bytes, as: UTF8.self) != nil
     }
 
-    /// The two things cJSON accepts that RFC 8259 does not: a raw control character inside a string and
-    /// a number with a leading zero (`01`). One pass, before cJSON parses the rest.
+    /// What cJSON accepts that RFC 8259 does not: control characters (in strings, or as whitespace other
+    /// than tab, line feed and carriage return), numbers with a leading zero (`01`), a decimal point
+    /// without digits on both sides (`1.`, `.5`), a minus sign without a digit (`-.5`). One pass over the
+    /// bytes, before cJSON parses the rest.
     static func strictnessProblem(_ bytes: [UInt8]) -> String? {
         var inString = false
         var escaped = false
@@ -94,6 +104,12 @@ public struct PayloadValidator: Sendable {
                 }
             } else if byte == 0x22 {
                 inString = true
+            } else if byte < 0x20 && byte != 0x09 && byte != 0x0A && byte != 0x0D {
+                return "the value is not valid JSON (a control character outside a string at byte \(index))"
+            } else if byte == 0x2E && (!(0x30...0x39).contains(previous) || !Self.isDigit(bytes, index + 1)) {
+                return "the value is not valid JSON (a decimal point without digits on both sides at byte \(index))"
+            } else if byte == 0x2D && !Self.isDigit(bytes, index + 1) {
+                return "the value is not valid JSON (a minus sign not followed by a digit at byte \(index))"
             } else if byte == 0x30, index + 1 < bytes.count, (0x30...0x39).contains(bytes[index + 1]),
                       !(0x30...0x39).contains(previous), previous != 0x2E, previous != 0x65, previous != 0x45,
                       previous != 0x2B, !(previous == 0x2D && (beforePrevious == 0x65 || beforePrevious == 0x45)) {
@@ -104,6 +120,11 @@ public struct PayloadValidator: Sendable {
             previous = byte
         }
         return nil
+    }
+
+    @inline(__always)
+    static func isDigit(_ bytes: [UInt8], _ index: Int) -> Bool {
+        index < bytes.count && (0x30...0x39).contains(bytes[index])
     }
 
     struct ParsedEnvelope {

@@ -1,0 +1,232 @@
+import Foundation
+import Testing
+@testable import PushWorkerCore
+
+/// Contract section 2, rows 6–8, and the budget's start: `BudgetedExecutor`.
+@Suite struct BudgetedExecutorTests {
+    struct DiskOnFire: Error, CustomStringConvertible {
+        var description: String { "disk on fire: /var/data" }
+    }
+
+    func registered(_ worker: any Worker, budget: Duration = .seconds(5)) -> RegisteredWorker {
+        RegisteredWorker(name: "test-worker", worker: worker, budget: budget)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func workerOutcomeIsReported() async {
+        let executor = BudgetedExecutor()
+        let outcome = WorkerOutcome(.noData, reason: "unchanged", detail: "etag matched")
+        let before = Clock.nowMs()
+        let report = await executor.run(makeJob(), on: registered(ClosureWorker { _ in
+            try await Task.sleep(for: .milliseconds(20))
+            return outcome
+        }))
+        #expect(report.outcome == outcome)
+        #expect(report.timedOut == false)
+        #expect(report.startedAtMs >= before)
+        #expect(report.finishedAtMs >= report.startedAtMs)
+        #expect(report.durationMs >= 15)
+        #expect(report.durationMs < 5000)
+        #expect(executor.timeoutCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)), arguments: [WorkerOutcome.newData, .noData, .failed("quota", detail: "HTTP 429")])
+    func outcomesPassThrough(_ outcome: WorkerOutcome) async {
+        let report = await BudgetedExecutor().run(makeJob(), on: registered(ClosureWorker { _ in outcome }))
+        #expect(report.outcome == outcome)
+        #expect(!report.timedOut)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func workerReceivesTheJob() async {
+        let seen = Locked<String?>(nil)
+        _ = await BudgetedExecutor().run(makeJob(messageId: "apns-77"), on: registered(ClosureWorker { job in
+            seen.withLock { $0 = "\(job.messageId) \(job.type ?? "-") \(job.object["type"]?.stringValue ?? "-")" }
+            return .newData
+        }))
+        #expect(seen.value == "apns-77 content-update content-update")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func throwingWorkerFailsWithWorkerError() async {
+        let report = await BudgetedExecutor().run(makeJob(), on: registered(ClosureWorker { _ in throw DiskOnFire() }))
+        #expect(report.outcome.result == .failed)
+        #expect(report.outcome.reason?.rawValue == "workerError")
+        #expect(report.outcome.detail?.contains("disk on fire: /var/data") == true)
+        #expect(!report.timedOut)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func cooperatingWorkerTimesOutAtItsBudget() async {
+        let executor = BudgetedExecutor()
+        let budget = Duration.milliseconds(200)
+        let cancelled = Locked<Bool?>(nil)
+        let start = ContinuousClock.now
+        let report = await executor.run(makeJob(), on: registered(ClosureWorker { _ in
+            do {
+                try await Task.sleep(for: .seconds(10))
+            } catch {
+                cancelled.withLock { $0 = error is CancellationError }
+                throw error
+            }
+            return .newData
+        }, budget: budget))
+        let elapsed = elapsedMs(since: start)
+        #expect(report.outcome.result == .failed)
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        #expect(report.outcome.detail?.isEmpty == false)
+        #expect(report.timedOut)
+        #expect(report.durationMs == 200)
+        #expect(elapsed >= 195, "reported after \(elapsed) ms, before the budget")
+        #expect(elapsed < 1200, "reported after \(elapsed) ms")
+        #expect(report.finishedAtMs - report.startedAtMs >= 190)
+        #expect(executor.timeoutCount == 1)
+        // The worker's sleep was cancelled.
+        #expect(await eventually { cancelled.value == true })
+        // A worker that stopped at cancellation is not counted as ignoring it.
+        try? await Task.sleep(for: .milliseconds(300))
+        #expect(executor.ignoredCancellationCount == 0)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func workerIgnoringCancellationStillTimesOutAtTheDeadline() async {
+        let executor = BudgetedExecutor()
+        let budget = Duration.milliseconds(200)
+        let cancelledAtStart = Locked<Bool?>(nil)
+        let cancelledAfterDeadline = Locked<Bool?>(nil)
+        let workerDone = Locked<ContinuousClock.Instant?>(nil)
+        let start = ContinuousClock.now
+        let report = await executor.run(makeJob(), on: registered(ClosureWorker { _ in
+            cancelledAtStart.withLock { $0 = Task.isCancelled }
+            await nonCancellableSleep(.milliseconds(1200))
+            cancelledAfterDeadline.withLock { $0 = Task.isCancelled }
+            workerDone.withLock { $0 = .now }
+            return .newData
+        }, budget: budget))
+        let completedAfter = elapsedMs(since: start)
+        #expect(report.outcome.result == .failed)
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        #expect(report.timedOut)
+        #expect(completedAfter >= 195)
+        #expect(completedAfter < 700, "the timeout was reported after \(completedAfter) ms, not at the 200 ms deadline")
+        #expect(workerDone.value == nil, "the completion waited for the worker")
+        #expect(executor.ignoredCancellationCount == 0)
+        #expect(executor.timeoutCount == 1)
+
+        // Once the worker finally returns, it is counted as having ignored cancellation.
+        #expect(await eventually { workerDone.value != nil })
+        #expect(await eventually { executor.ignoredCancellationCount == 1 })
+        #expect(cancelledAtStart.value == false)
+        #expect(cancelledAfterDeadline.value == true)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func busyWorkerIgnoringCancellationStillTimesOut() async {
+        let executor = BudgetedExecutor()
+        let spins = Locked<Int>(0)
+        let start = ContinuousClock.now
+        let report = await executor.run(makeJob(), on: registered(ClosureWorker { _ in
+            // A busy loop that never checks for cancellation (it yields so it does not starve the pool).
+            let until = ContinuousClock.now.advanced(by: .milliseconds(900))
+            while ContinuousClock.now < until {
+                spins.withLock { $0 += 1 }
+                await Task.yield()
+            }
+            return .newData
+        }, budget: .milliseconds(150)))
+        let elapsed = elapsedMs(since: start)
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        #expect(elapsed < 650, "reported after \(elapsed) ms")
+        #expect(await eventually { executor.ignoredCancellationCount == 1 })
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func completionIsCalledExactlyOnce() async {
+        let executor = BudgetedExecutor()
+        let calls = Locked<[ExecutionReport]>([])
+        // Times out, then the worker returns late: still one completion.
+        executor.run(makeJob(), on: registered(ClosureWorker { _ in
+            await nonCancellableSleep(.milliseconds(400))
+            return .newData
+        }, budget: .milliseconds(100))) { report in calls.withLock { $0.append(report) } }
+        // Returns well within its budget: one completion, and the deadline later does not fire a second.
+        executor.run(makeJob(), on: registered(ClosureWorker { _ in .noData }, budget: .milliseconds(150))) { report in
+            calls.withLock { $0.append(report) }
+        }
+        #expect(await eventually { executor.ignoredCancellationCount == 1 })
+        try? await Task.sleep(for: .milliseconds(200))
+        let reports = calls.value
+        #expect(reports.count == 2)
+        #expect(reports.filter { $0.outcome.reason?.rawValue == "timeout" }.count == 1)
+        #expect(reports.filter { $0.outcome == .noData }.count == 1)
+        #expect(executor.timeoutCount == 1)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func budgetCountsFromTheStartOfTheRunNotFromJobCreation() async throws {
+        let executor = BudgetedExecutor()
+        let budget = Duration.milliseconds(400)
+        let createdAtMs = Clock.nowMs()
+        // The job is built with a deadline that passes while it waits to be run.
+        let job = makeJob(deadline: .now.advanced(by: .milliseconds(300)))
+        try? await Task.sleep(for: .milliseconds(450))
+        let seen = Locked<(remainingMs: Double, deadlineMs: Int64, wallMs: Int64)?>(nil)
+        let report = await executor.run(job, on: registered(ClosureWorker { job in
+            seen.withLock { $0 = (milliseconds(job.remaining), job.deadlineMs, Clock.nowMs()) }
+            try await Task.sleep(for: .milliseconds(100))
+            return .newData
+        }, budget: budget))
+        #expect(report.outcome == .newData, "the budget was consumed while the job waited")
+        #expect(!report.timedOut)
+        let (remainingMs, deadlineMs, wallMs) = try #require(seen.value)
+        #expect(remainingMs > 200 && remainingMs <= 400, "remaining \(remainingMs) ms at the start of the run")
+        // The deadline is the run's start plus the budget, well after the job's creation plus the budget.
+        #expect(abs(deadlineMs - (report.startedAtMs + 400)) <= 100, "deadlineMs \(deadlineMs), started \(report.startedAtMs)")
+        #expect(deadlineMs > wallMs + 200)
+        #expect(deadlineMs >= createdAtMs + 700)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func deadlineMsMatchesTheTimeoutMoment() async throws {
+        let executor = BudgetedExecutor()
+        let deadlineMs = Locked<Int64?>(nil)
+        let report = await executor.run(makeJob(), on: registered(ClosureWorker { job in
+            deadlineMs.withLock { $0 = job.deadlineMs }
+            try await Task.sleep(for: .seconds(10))
+            return .newData
+        }, budget: .milliseconds(250)))
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        let deadline = try #require(deadlineMs.value)
+        #expect(report.finishedAtMs >= deadline - 20)
+        #expect(report.finishedAtMs < deadline + 500)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func manyConcurrentRunsWithDifferentBudgets() async {
+        let executor = BudgetedExecutor()
+        let reports = Locked<[String: ExecutionReport]>([:])
+        let sleepForever = ClosureWorker { _ in try await Task.sleep(for: .seconds(10)); return .newData }
+        let quick = ClosureWorker { _ in try await Task.sleep(for: .milliseconds(50)); return .newData }
+        let start = ContinuousClock.now
+        for (name, worker, budget) in [
+            ("long-budget-timeout", sleepForever as any Worker, Duration.milliseconds(400)),
+            ("short-budget-timeout", sleepForever, .milliseconds(150)),
+            ("quick-in-long-budget", quick, .seconds(5)),
+        ] {
+            executor.run(makeJob(messageId: name), on: registered(worker, budget: budget)) { report in
+                let at = elapsedMs(since: start)
+                reports.withLock { $0[name] = report; $0[name]?.durationMs = at }
+            }
+        }
+        #expect(await eventually { reports.value.count == 3 })
+        let all = reports.value
+        #expect(all["quick-in-long-budget"]?.outcome == .newData)
+        #expect(all["short-budget-timeout"]?.outcome.reason?.rawValue == "timeout")
+        #expect(all["long-budget-timeout"]?.outcome.reason?.rawValue == "timeout")
+        // durationMs holds the moment of the completion here.
+        let short = all["short-budget-timeout"]?.durationMs ?? 0
+        let long = all["long-budget-timeout"]?.durationMs ?? 0
+        #expect(short >= 145 && short < 650, "short budget reported at \(short) ms")
+        #expect(long >= 395 && long < 900, "long budget reported at \(long) ms")
+    }
+}

@@ -1,0 +1,382 @@
+import Foundation
+import Testing
+@testable import PushWorkerCore
+
+/// The built-in `exec` worker (contract section 6).
+@Suite struct ExecWorkerTests {
+    func run(_ worker: ExecWorker, job: Job = makeJob(), budget: Duration = .seconds(10)) async -> ExecutionReport {
+        await BudgetedExecutor().run(job, on: RegisteredWorker(name: "exec", worker: worker, budget: budget))
+    }
+
+    /// Runs a `/bin/sh` script body as an exec worker.
+    func runScript(_ body: String, job: Job = makeJob(), budget: Duration = .seconds(10)) async throws -> (ExecutionReport, TemporaryDirectory) {
+        let dir = try TemporaryDirectory()
+        let script = try dir.script("worker.sh", body)
+        return (await run(ExecWorker(arguments: [script, dir.path]), job: job, budget: budget), dir)
+    }
+
+    func processExists(_ pid: pid_t) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    func readPid(_ dir: TemporaryDirectory, _ name: String) -> pid_t? {
+        dir.read(name).flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    /// Sends SIGKILL to `pid` if it is still one of the processes this test started (cleanup after a failure).
+    func killIfRunning(_ pid: pid_t, commandContains text: String) {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return }
+        let command = String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+        if command.contains(text) { kill(pid, SIGKILL) }
+    }
+
+    /// Whether `pid` has exited but has not been reaped (state `Z` in /proc/PID/stat).
+    func isZombie(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
+    @Test("outcome from the first stdout line or the exit status", .timeLimit(.minutes(1)), arguments: [
+        ("echo newData", WorkerOutcome.newData),
+        ("echo noData; exit 0", WorkerOutcome.noData),
+        ("echo 'noData someReason'", WorkerOutcome(.noData, reason: "someReason")),
+        ("echo 'failed why'", WorkerOutcome(.failed, reason: "why")),
+        ("echo failed", WorkerOutcome(.failed)),
+        ("printf 'newData'", WorkerOutcome.newData),
+        ("echo 'noData unchanged'; echo 'failed second line is ignored'; exit 7", WorkerOutcome(.noData, reason: "unchanged")),
+        ("echo newData; exit 4", WorkerOutcome.newData),
+        ("exit 0", WorkerOutcome.newData),
+        ("echo 'fetched 3 items'; exit 0", WorkerOutcome.newData),
+        ("echo 'fetched 3 items'", WorkerOutcome.newData),
+        ("exit 3", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
+        ("echo 'something odd'; exit 1", WorkerOutcome.failed(.workerError, detail: "exit status 1")),
+        ("echo; echo newData; exit 2", WorkerOutcome.failed(.workerError, detail: "exit status 2")),
+    ])
+    func outcome(_ body: String, _ expected: WorkerOutcome) async throws {
+        let (report, dir) = try await runScript(body)
+        defer { dir.remove() }
+        #expect(report.outcome == expected)
+        #expect(!report.timedOut)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func exitStatusReasonSpelling() async throws {
+        let (report, dir) = try await runScript("exit 3")
+        defer { dir.remove() }
+        #expect(report.outcome.result.rawValue == "failed")
+        #expect(report.outcome.reason?.rawValue == "workerError")
+        #expect(report.outcome.detail == "exit status 3")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func valueOnStdinAndEnvironment() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let script = try dir.script("worker.sh", """
+            cat > "$1/stdin"
+            printf '%s\\n' "$PUSHWORKER_MESSAGE_ID" "$PUSHWORKER_TYPE" "$PUSHWORKER_DEADLINE_MS" "$TRACEPARENT" "$EXTRA_SETTING" > "$1/env"
+            echo newData
+            """)
+        let value = Payload.silent(extra: #","contentId":"article-123","text":"Grüße \"quoted\" 🚀""#)
+        let job = makeJob(type: "content-update", value: value, messageId: "apns-42", traceparent: "00-abc-def-01")
+        let budget = Duration.seconds(7)
+        let report = await run(ExecWorker(arguments: [script, dir.path], environment: ["EXTRA_SETTING": "on"]), job: job, budget: budget)
+        #expect(report.outcome == .newData)
+        #expect(FileManager.default.contents(atPath: dir.file("stdin")).map(Array.init) == value)
+        let env = try #require(dir.read("env")).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(env.count >= 5)
+        #expect(env[0] == "apns-42")
+        #expect(env[1] == "content-update")
+        // The deadline is the run's start plus the budget, in UNIX milliseconds.
+        let deadlineMs = try #require(Int64(env[2]))
+        #expect(abs(deadlineMs - (report.startedAtMs + 7000)) <= 250, "PUSHWORKER_DEADLINE_MS \(deadlineMs), started \(report.startedAtMs)")
+        #expect(env[3] == "00-abc-def-01")
+        #expect(env[4] == "on")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func typeIsEmptyWhenTheJobHasNone() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let script = try dir.script("worker.sh", #"printf '[%s]' "${PUSHWORKER_TYPE-unset}" > "$1/type""#)
+        let report = await run(ExecWorker(arguments: [script, dir.path]), job: makeJob(type: nil))
+        #expect(report.outcome == .newData)
+        #expect(dir.read("type") == "[]")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func argumentsArePassedAsIsWithoutAShell() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let script = try dir.script("worker.sh", #"out="$1"; shift; printf '%s\n' "$#" "$@" > "$out/args""#)
+        let report = await run(ExecWorker(arguments: [script, dir.path, "two words", "$HOME", "*", "; rm -rf /"]))
+        #expect(report.outcome == .newData)
+        #expect(dir.read("args") == "4\ntwo words\n$HOME\n*\n; rm -rf /\n")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func programIsLookedUpInPath() async {
+        let report = await run(ExecWorker(arguments: ["sh", "-c", "echo 'noData viaPath'"]))
+        #expect(report.outcome == WorkerOutcome(.noData, reason: "viaPath"))
+        #expect(ExecWorker.resolve("sh", path: "/nonexistent:/bin:/usr/bin") != nil)
+        #expect(ExecWorker.resolve("sh", path: "/nonexistent") == nil)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func workingDirectory() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let report = await run(ExecWorker(arguments: ["/bin/sh", "-c", "pwd > cwd"], workingDirectory: dir.path))
+        #expect(report.outcome == .newData)
+        let cwd = try #require(dir.read("cwd")).trimmingCharacters(in: .newlines)
+        #expect(URL(fileURLWithPath: cwd).resolvingSymlinksInPath().path == URL(fileURLWithPath: dir.path).resolvingSymlinksInPath().path)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func missingProgramFailsWithWorkerError() async {
+        let report = await run(ExecWorker(arguments: ["/nonexistent/pushworker-test-program"]))
+        #expect(report.outcome.result == .failed)
+        #expect(report.outcome.reason?.rawValue == "workerError")
+        #expect(report.outcome.detail?.contains("/nonexistent/pushworker-test-program") == true)
+        #expect(!report.timedOut)
+
+        let notInPath = await run(ExecWorker(arguments: ["pushworker-no-such-program-\(UUID().uuidString)"]))
+        #expect(notInPath.outcome.result == .failed)
+        #expect(notInPath.outcome.reason?.rawValue == "workerError")
+
+        let empty = await run(ExecWorker(arguments: []))
+        #expect(empty.outcome.reason?.rawValue == "workerError")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func nonExecutableFileFailsWithWorkerError() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let file = dir.file("not-executable.sh")
+        try Data("#!/bin/sh\necho newData\n".utf8).write(to: URL(fileURLWithPath: file))
+        let report = await run(ExecWorker(arguments: [file]))
+        #expect(report.outcome.result == .failed)
+        #expect(report.outcome.reason?.rawValue == "workerError")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func programKilledBySignal() async throws {
+        let (report, dir) = try await runScript("kill -9 $$")
+        defer { dir.remove() }
+        #expect(report.outcome == .failed(.workerError, detail: "killed by signal 9"))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func programIgnoringSIGTERMIsKilledAfterTheGrace() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // Ignores SIGTERM; short sleeps so no long-lived child outlives the shell.
+        let script = try dir.script("stubborn.sh", """
+            trap '' TERM
+            echo $$ > "$1/pid"
+            i=0; while [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+            """)
+        let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .milliseconds(200))
+        let executor = BudgetedExecutor()
+        let start = ContinuousClock.now
+        let report = await executor.run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(300)))
+        let elapsed = elapsedMs(since: start)
+        #expect(report.outcome.result == .failed)
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        #expect(report.timedOut)
+        #expect(elapsed >= 295)
+        #expect(elapsed < 900, "timeout reported after \(elapsed) ms, not near the 300 ms deadline")
+        let pid = try #require(readPid(dir, "pid"))
+        defer { killIfRunning(pid, commandContains: dir.path) } // cleanup, should the test fail
+        // SIGTERM was sent and ignored: the process is still there during the grace…
+        #expect(processExists(pid), "the program died before SIGKILL; did it really ignore SIGTERM?")
+        // …and SIGKILL ends it shortly after.
+        #expect(await eventually(timeout: .seconds(2)) { !processExists(pid) }, "process \(pid) still exists")
+        let goneAfter = elapsedMs(since: start)
+        #expect(goneAfter < 2000)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func programGetsSIGTERMAtTheDeadline() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let script = try dir.script("polite.sh", """
+            trap 'echo TERM > "$1/signal"; exit 0' TERM
+            echo $$ > "$1/pid"
+            i=0; while [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+            """)
+        let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(10))
+        let executor = BudgetedExecutor()
+        let report = await executor.run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(250)))
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        // The program saw SIGTERM (long before the 10 s grace would have sent SIGKILL).
+        #expect(await eventually(timeout: .seconds(2)) { dir.read("signal") == "TERM\n" })
+        let pid = try #require(readPid(dir, "pid"))
+        defer { killIfRunning(pid, commandContains: dir.path) } // cleanup, should the test fail
+        #expect(await eventually(timeout: .seconds(2)) { !processExists(pid) })
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func programWithoutSignalHandlingEndsAtSIGTERM() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // `sleep` installs no handler and keeps the signal mask it was started with.
+        let script = try dir.script("sleeper.sh", """
+            echo $$ > "$1/pid"
+            exec sleep 5
+            """)
+        let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(20))
+        let start = ContinuousClock.now
+        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(200)))
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        let pid = try #require(readPid(dir, "pid"))
+        defer { killIfRunning(pid, commandContains: "sleep") } // cleanup
+        // Ended by SIGTERM, long before the 20 s grace runs out and long before its 5 s sleep ends.
+        #expect(await eventually(timeout: .seconds(1)) { !processExists(pid) }, "the program did not end at SIGTERM")
+        #expect(elapsedMs(since: start) < 2000)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func childrenOfTheProgramAreKilledToo() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // The program starts a child that also ignores SIGTERM, then waits for it.
+        let script = try dir.script("parent.sh", """
+            trap '' TERM
+            echo $$ > "$1/pid"
+            sleep 3 > /dev/null 2>&1 &
+            echo $! > "$1/child"
+            wait
+            """)
+        let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .milliseconds(100))
+        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(200)))
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        let pid = try #require(readPid(dir, "pid"))
+        let child = try #require(readPid(dir, "child"))
+        defer { killIfRunning(child, commandContains: "sleep"); killIfRunning(pid, commandContains: dir.path) } // cleanup
+        // The program and the child it started are both gone (the child holds no pipe of ours, so only the
+        // signal can have ended it before its 2 s sleep).
+        // (An orphan is reaped by PID 1, possibly late: a zombie counts as ended.)
+        #expect(await eventually(timeout: .seconds(1)) { !processExists(child) || isZombie(child) }, "child \(child) outlived its parent's deadline")
+        #expect(await eventually(timeout: .seconds(1)) { !processExists(pid) }, "program \(pid) still exists (zombie: \(isZombie(pid)))")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func childrenOfTheProgramGetSIGTERMToo() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // The child notes SIGTERM and exits; the program ignores SIGTERM and waits for the child.
+        let script = try dir.script("parent.sh", """
+            ( trap 'echo TERM > "$1/childsignal"; exit 0' TERM; i=0; while [ $i -lt 60 ]; do sleep 0.05; i=$((i+1)); done ) &
+            echo $! > "$1/child"
+            trap '' TERM
+            echo $$ > "$1/pid"
+            wait
+            """)
+        // A long grace: within this test only SIGTERM can end the child early.
+        let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(20))
+        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(200)))
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        let pid = try #require(readPid(dir, "pid"))
+        let child = try #require(readPid(dir, "child"))
+        defer { killIfRunning(child, commandContains: dir.path); killIfRunning(pid, commandContains: dir.path) } // cleanup
+        #expect(await eventually(timeout: .seconds(1)) { dir.read("childsignal") == "TERM\n" }, "the program's child did not get SIGTERM")
+        // Once its child is gone, the program's `wait` returns and it exits by itself.
+        #expect(await eventually(timeout: .seconds(1)) { !processExists(pid) })
+    }
+
+    #if os(Linux)
+    /// The `SigBlk` and `SigIgn` masks (hex) of an exec'd program, as it starts.
+    func signalMasks(of dir: TemporaryDirectory, run index: Int) async -> (blocked: UInt64, ignored: UInt64)? {
+        let file = dir.file("status-\(index)")
+        let worker = ExecWorker(arguments: ["/bin/sh", "-c", "exec grep -E '^Sig(Blk|Ign):' /proc/self/status > '\(file)'"])
+        _ = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(10)))
+        guard let text = dir.read("status-\(index)") else { return nil }
+        var masks: [String: UInt64] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: ":").map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2 { masks[parts[0]] = UInt64(parts[1], radix: 16) }
+        }
+        guard let blocked = masks["SigBlk"], let ignored = masks["SigIgn"] else { return nil }
+        return (blocked, ignored)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func programStartsWithAnEmptySignalMask() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        // Several runs from different tasks (and so, likely, different threads of the pool).
+        let masks = await withTaskGroup(of: (blocked: UInt64, ignored: UInt64)?.self) { group in
+            for index in 0..<10 { group.addTask { await signalMasks(of: dir, run: index) } }
+            var all: [(blocked: UInt64, ignored: UInt64)?] = []
+            for await mask in group { all.append(mask) }
+            return all
+        }
+        #expect(masks.allSatisfy { $0 != nil })
+        let sigterm = UInt64(1) << (SIGTERM - 1)
+        // A program that inherited a blocked SIGTERM (the pool threads' mask) would never see the deadline's SIGTERM.
+        #expect(masks.compactMap { $0 }.allSatisfy { $0.blocked & sigterm == 0 }, "SigBlk: \(masks.compactMap { $0.map { String($0.blocked, radix: 16) } })")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func programStartsWithDefaultSIGPIPE() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let mask = try #require(await signalMasks(of: dir, run: 0))
+        let sigpipe = UInt64(1) << (SIGPIPE - 1)
+        #expect(mask.ignored & sigpipe == 0, "SigIgn: \(String(mask.ignored, radix: 16))")
+    }
+    #endif
+
+    @Test(.timeLimit(.minutes(1)))
+    func largeOutputDoesNotBlockTheProgram() async throws {
+        // 200 KB of output (more than a pipe buffer and more than the 64 KiB kept): the program still finishes.
+        let (report, dir) = try await runScript("echo 'noData big'; head -c 200000 /dev/zero; exit 0")
+        defer { dir.remove() }
+        #expect(report.outcome == WorkerOutcome(.noData, reason: "big"))
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func programThatDoesNotReadStdin() async throws {
+        // It closes stdin at once: writing the value then fails (EPIPE), which must not take pushworker down.
+        let (report, dir) = try await runScript("exec 0<&-; echo 'noData ignoredInput'", job: makeJob(value: Payload.silent(ofSize: 4096)))
+        defer { dir.remove() }
+        #expect(report.outcome == WorkerOutcome(.noData, reason: "ignoredInput"))
+    }
+
+    // ExecWorker.outcome(status:signaled:stdout:) directly.
+
+    @Test("outcome(status:signaled:stdout:)", arguments: [
+        (Int32(0), false, "newData\n", WorkerOutcome.newData),
+        (1, false, "newData\n", WorkerOutcome.newData),
+        (0, false, "noData\n", WorkerOutcome.noData),
+        (0, false, "noData someReason\n", WorkerOutcome(.noData, reason: "someReason")),
+        (0, false, "noData  padded reason  \n", WorkerOutcome(.noData, reason: "padded reason")),
+        (0, false, "failed why\n", WorkerOutcome(.failed, reason: "why")),
+        (0, false, "failed why\r\nmore\n", WorkerOutcome(.failed, reason: "why")),
+        (0, false, "newData\r\n", WorkerOutcome.newData),
+        (0, false, "newData ", WorkerOutcome.newData),
+        (0, false, "failed", WorkerOutcome(.failed)),
+        (0, false, "", WorkerOutcome.newData),
+        (0, false, "hello\nnewData\n", WorkerOutcome.newData),
+        (3, false, "", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
+        (3, false, "hello\nnewData\n", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
+        (3, false, "newdata\n", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
+        (3, false, "newDataX\n", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
+        (3, false, " newData\n", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
+        (255, false, "", WorkerOutcome.failed(.workerError, detail: "exit status 255")),
+        (9, true, "", WorkerOutcome.failed(.workerError, detail: "killed by signal 9")),
+        (15, true, "noData late\n", WorkerOutcome(.noData, reason: "late")),
+    ])
+    func outcomeMapping(_ status: Int32, _ signaled: Bool, _ stdout: String, _ expected: WorkerOutcome) {
+        #expect(ExecWorker.outcome(status: status, signaled: signaled, stdout: Data(stdout.utf8)) == expected)
+    }
+
+    @Test func outcomeReasonsSpelledAsTheContract() {
+        let outcome = ExecWorker.outcome(status: 3, signaled: false, stdout: Data())
+        #expect(outcome.result.rawValue == "failed")
+        #expect(outcome.reason?.rawValue == "workerError")
+        #expect(outcome.detail == "exit status 3")
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+@testable import PushWorkerCore
+
+/// The built-in `noop` worker (contract section 6).
+@Suite struct NoopWorkerTests {
+    @Test(.timeLimit(.minutes(1)))
+    func returnsItsOutcomeAtOnce() async throws {
+        let outcome = WorkerOutcome(.failed, reason: "configured", detail: "from config")
+        let start = ContinuousClock.now
+        #expect(try await NoopWorker(outcome: outcome).perform(makeJob()) == outcome)
+        #expect(elapsedMs(since: start) < 500)
+        #expect(try await NoopWorker().perform(makeJob()) == .noData)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func waitsForItsDelay() async throws {
+        let start = ContinuousClock.now
+        let outcome = try await NoopWorker(outcome: .newData, delay: .milliseconds(150)).perform(makeJob())
+        #expect(outcome == .newData)
+        #expect(elapsedMs(since: start) >= 145)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func delayStopsAtCancellation() async {
+        let start = ContinuousClock.now
+        let task = Task { try await NoopWorker(outcome: .newData, delay: .seconds(20)).perform(makeJob()) }
+        try? await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        let result = await task.result
+        let elapsed = elapsedMs(since: start)
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(elapsed < 1500, "the delay ran on for \(elapsed) ms after cancellation")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func delayedNoopTimesOutAndStopsAtItsBudget() async throws {
+        let executor = BudgetedExecutor()
+        let start = ContinuousClock.now
+        let report = await executor.run(makeJob(), on: RegisteredWorker(
+            name: "noop", worker: NoopWorker(outcome: .newData, delay: .seconds(20)), budget: .milliseconds(200)))
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        #expect(elapsedMs(since: start) < 1000)
+        // It stopped at cancellation: it is not counted as ignoring it, however long we wait.
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(executor.ignoredCancellationCount == 0)
+        #expect(executor.timeoutCount == 1)
+    }
+}
