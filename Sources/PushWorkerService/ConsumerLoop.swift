@@ -118,17 +118,6 @@ final class ConsumerLoop: Sendable {
         }
     }
 
-    /// Waits (asynchronously) until every result is acknowledged, up to `timeoutMs`.
-    /// - Returns: whether everything was acknowledged.
-    func drain(timeoutMs: Int) async -> Bool {
-        let deadline = ContinuousClock.now.advanced(by: .milliseconds(timeoutMs))
-        while publisher.unacknowledged > 0 && ContinuousClock.now < deadline {
-            publisher.retryBacklog()
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return publisher.unacknowledged == 0 && dispatcher.runningCount == 0
-    }
-
     /// Stores the committable offset of every tracked partition (idempotent; used before the final commit).
     func storeCommittable() {
         consumer.storeOffsets(tracker.committable)

@@ -119,9 +119,7 @@ public final class PushWorkerService: Sendable {
             logger.error("consumer failed; stopping", metadata: ["error": "\(error)"])
             failure = error
         }
-        // Drain: jobs already running finish or reach their deadline; their results are delivered.
-        let drained = await loop.drain(timeoutMs: drainTimeoutMs)
-        if !drained { logger.warning("drain timed out; unfinished records will be read again by the group") }
+        // The loop has let running jobs finish or reach their deadline; now deliver their results.
         let left = await publisher.close(timeoutMs: drainTimeoutMs)
         if left > 0 { logger.warning("results not acknowledged at shutdown; their records will be read again", metadata: ["count": String(left)]) }
         do {

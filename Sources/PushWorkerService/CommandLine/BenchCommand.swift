@@ -175,7 +175,7 @@ struct BenchCommand {
     ) async throws -> (rate: Double, deliveries: [Delivery]) {
         let collector = DeliveryCollector(expected: expected, keepValues: during != nil)
         let service = PushWorkerService(configuration: configuration, registry: registry) { record in
-            if collector.add(record) { }
+            collector.add(record)
         }
         collector.onComplete = { service.shutdown() }
         async let running: Void = service.run()
@@ -230,7 +230,7 @@ final class DeliveryCollector: @unchecked Sendable {
         self.keepValues = keepValues
     }
 
-    func add(_ record: KafkaOutgoingRecord) -> Bool {
+    func add(_ record: KafkaOutgoingRecord) {
         let now = BenchClock.nowNs()
         let complete = state.withLock { state -> Bool in
             state.count += 1
@@ -239,7 +239,6 @@ final class DeliveryCollector: @unchecked Sendable {
             return state.count == expected
         }
         if complete { onComplete?() }
-        return complete
     }
 
     var count: Int { state.withLock { $0.count } }

@@ -17,7 +17,7 @@ struct CheckConfigCommand {
         ])
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
-        let configuration = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
+        let (configuration, _) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
         Output.line(configuration.effectiveDescription())
     }
 }

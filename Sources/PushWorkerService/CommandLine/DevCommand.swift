@@ -30,7 +30,7 @@ struct DevCommand {
         if parser.has("help") { Output.line(Self.help); return }
         let brokers = try parser.int("brokers", in: 1...9) ?? 1
         let fallback = FileManager.default.fileExists(atPath: "config/pushworker.json5") ? "config/pushworker.json5" : nil
-        var (configuration, source) = try PushWorkerCommandLine.loadConfigurationWithSource(path: parser.value("config"), bootstrapServers: nil, fallbackPath: fallback)
+        var (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: nil, fallbackPath: fallback)
         Logger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         let logger = Logger(label: "pushworker.dev")
         logger.info("configuration loaded", metadata: ["source": source])

@@ -52,7 +52,7 @@ public struct PushWorkerCommandLine: Sendable {
             case "--help", "-h", "help":
                 Output.line(Self.usage)
             case "--version", "version":
-                Output.line("pushworker \(Self.version) (librdkafka \(KafkaVersion.string))")
+                Output.line("pushworker \(Self.version) (librdkafka \(KafkaLibrary.versionString))")
             default:
                 Output.error("pushworker: unknown command '\(command)'; run 'pushworker --help' for the list")
                 return 2
@@ -75,14 +75,8 @@ public struct PushWorkerCommandLine: Sendable {
 
     /// Loads the configuration for `run`/`check-config`: `--config`, else `$PUSHWORKER_CONFIG`, else the
     /// built-in defaults, then the environment, then `--bootstrap-servers`.
-    static func loadConfiguration(path: String?, bootstrapServers: String?, fallbackPath: String? = nil) throws -> ServiceConfiguration {
-        let (configuration, _) = try loadConfigurationWithSource(path: path, bootstrapServers: bootstrapServers, fallbackPath: fallbackPath)
-        return configuration
-    }
-
-    /// Like ``loadConfiguration(path:bootstrapServers:fallbackPath:)``, also naming where it came from
-    /// (a file path, or "built-in defaults") for the startup log.
-    static func loadConfigurationWithSource(path: String?, bootstrapServers: String?, fallbackPath: String? = nil) throws -> (ServiceConfiguration, String) {
+    /// - Returns: the configuration and where it came from (a file path, or "built-in defaults").
+    static func loadConfiguration(path: String?, bootstrapServers: String?, fallbackPath: String? = nil) throws -> (ServiceConfiguration, source: String) {
         let environment = ProcessInfo.processInfo.environment
         let file = path ?? environment["PUSHWORKER_CONFIG"].flatMap { $0.isEmpty ? nil : $0 } ?? fallbackPath
         var configuration = try ServiceConfiguration.load(path: file, environment: environment)
@@ -98,10 +92,4 @@ public struct PushWorkerCommandLine: Sendable {
         registerWorkers(&registry, configuration)
         return registry
     }
-}
-
-/// The linked librdkafka's version.
-public enum KafkaVersion {
-    /// `rd_kafka_version_str()`, e.g. `2.0.2`.
-    public static var string: String { KafkaLibrary.versionString }
 }

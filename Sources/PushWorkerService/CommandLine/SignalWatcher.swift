@@ -6,7 +6,6 @@ import Synchronization
 /// once with status 130.
 public final class SignalWatcher: Sendable {
     private let sources: Mutex<[any DispatchSourceSignal]>
-    private let received = Atomic<Int>(0)
 
     /// Watches SIGTERM and SIGINT until the watcher is freed.
     public init(onStop: @escaping @Sendable () -> Void) {
