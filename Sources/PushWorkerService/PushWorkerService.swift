@@ -102,7 +102,14 @@ public final class PushWorkerService: Sendable {
         rebalance.handler = { event in loop.rebalanced(event) }
         consumerBox.withLock { $0 = consumer }
         publisherBox.withLock { $0 = publisher }
-        try consumer.subscribe(configuration.inputTopics)
+        do {
+            try consumer.subscribe(configuration.inputTopics)
+        } catch {
+            _ = await publisher.close(timeoutMs: 0)
+            consumerBox.withLock { $0 = nil }
+            publisherBox.withLock { $0 = nil }
+            throw error
+        }
         logger.info("consuming", metadata: [
             "topics": configuration.inputTopics.joined(separator: ","), "groupId": configuration.groupId,
             "resultsTopic": configuration.resultsTopic, "bootstrap.servers": configuration.bootstrapServers,
