@@ -165,7 +165,9 @@ public final class PushWorkerTestHarness: Sendable {
         await producer.close()
     }
 
-    private func stopService() async throws {
+    /// Stops the service gracefully but keeps the cluster and the producer: records can still be produced,
+    /// e.g. for another member of the group.
+    public func stopService() async throws {
         let (service, task) = running.withLock { $0 }
         service.shutdown()
         try await task.value

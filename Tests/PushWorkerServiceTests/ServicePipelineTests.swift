@@ -202,3 +202,54 @@ struct ResultDeliveryTests {
         #expect(committed[0] == 3)
     }
 }
+
+/// Two members of one group: partitions move between them while records flow; every record gets a result.
+@Suite(.timeLimit(.minutes(2)))
+struct RebalanceTests {
+    @Test func recordsSurviveMembersJoiningAndLeaving() async throws {
+        var registry = WorkerRegistry()
+        registry.register(type: "work", worker: ClosureWorker { _ in
+            try await Task.sleep(for: .milliseconds(5))
+            return .newData
+        })
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 4)
+        let second = Mutex<[ReceivedResult]>([])
+        let other = PushWorkerService(configuration: harness.configuration, registry: registry) { record in
+            second.withLock { $0.append(ReceivedResult(record: record)) }
+        }
+        var produced: Set<String> = []
+        func produceBatch(_ count: Int) async throws {
+            for _ in 0..<count {
+                let at = try await harness.produce(#"{"aps":{"content-available":1},"type":"work"}"#)
+                produced.insert("\(at.topicPartition.partition)/\(at.offset)")
+            }
+        }
+        try await produceBatch(40)
+        _ = try await harness.results(count: 10)
+        // A second member joins: the group rebalances (cooperative-sticky) while records flow.
+        let otherTask = Task { try await other.run() }
+        try await produceBatch(60)
+        while other.currentStatistics.assignedPartitions.isEmpty {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await produceBatch(40)
+        // The first member leaves: its partitions move to the second one.
+        try await harness.stopService()
+        try await produceBatch(40)
+        let deadline = ContinuousClock.now.advanced(by: .seconds(60))
+        func covered() -> Set<String> {
+            let all = harness.receivedResults + second.withLock { $0 }
+            return Set(all.compactMap { result in result.partition.flatMap { p in result.offset.map { "\(p)/\($0)" } } })
+        }
+        while !produced.isSubset(of: covered()) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        other.shutdown()
+        try await otherTask.value
+        try await harness.shutdown()
+        #expect(produced.count == 180)
+        #expect(produced.subtracting(covered()).isEmpty, "every record has a result after the rebalances")
+        #expect(other.currentStatistics.rebalances >= 2)
+        #expect(!second.withLock { $0 }.isEmpty, "the second member did part of the work")
+    }
+}
