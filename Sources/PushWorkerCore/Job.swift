@@ -72,6 +72,23 @@ public struct Job: Sendable {
         return nil
     }
 
+    /// A job whose deadline is set later, by the executor when its worker starts (no clock reads here:
+    /// this is on the per-record path).
+    init(messageId: String, type: String?, value: [UInt8], key: [UInt8]?, headers: [(name: String, value: [UInt8]?)],
+         source: RecordSource, traceparent: String?, notStartedAt placeholder: ContinuousClock.Instant, placeholderMs: Int64) {
+        self.messageId = messageId
+        self.type = type
+        self.value = value
+        self.key = key
+        self.headers = headers
+        self.source = source
+        self.traceparent = traceparent
+        self.attempt = 1
+        self.deadline = placeholder
+        self.deadlineMs = placeholderMs
+        self.parsed = ParsedObject()
+    }
+
     /// Sets the deadline (called by the executor when the worker starts).
     mutating func start(budget: Duration, at start: ContinuousClock.Instant) {
         deadline = start.advanced(by: budget)

@@ -66,10 +66,11 @@ public final class JobDispatcher: Sendable {
     /// Validates, routes and queues `records`, in order.
     public func submit(_ records: [InputRecord]) {
         let nowMs = Clock.nowMs()
+        let now = ContinuousClock.now
         var routed: [Pending] = []
         routed.reserveCapacity(records.count)
         for record in records {
-            switch prepare(record, nowMs: nowMs) {
+            switch prepare(record, nowMs: nowMs, now: now) {
             case .result(let result): onResult(result)
             case .job(let pending): routed.append(pending)
             }
@@ -101,9 +102,9 @@ public final class JobDispatcher: Sendable {
                 return false
             }
             if runNow, let outcomeNow {
-                let nowMs = Clock.nowMs()
+                let doneMs = Clock.nowMs()
                 onResult(result(of: pending, ExecutionReport(
-                    outcome: outcomeNow, startedAtMs: nowMs, finishedAtMs: nowMs, durationMs: 0, timedOut: false)))
+                    outcome: outcomeNow, startedAtMs: doneMs, finishedAtMs: doneMs, durationMs: 0, timedOut: false)))
             }
         }
         toStart.forEach(start)
@@ -161,7 +162,7 @@ public final class JobDispatcher: Sendable {
         case job(Pending)
     }
 
-    private func prepare(_ record: InputRecord, nowMs: Int64) -> Prepared {
+    private func prepare(_ record: InputRecord, nowMs: Int64, now: ContinuousClock.Instant) -> Prepared {
         var apnsId: String?
         var expiration: String?
         var traceparent: String?
@@ -190,9 +191,10 @@ public final class JobDispatcher: Sendable {
                     ?? "the payload has no string \"type\" and there is no default worker"
                 return immediate(.noData, .noWorker, detail, type: type)
             }
+            // The deadline is set when the worker starts; until then it reads "now".
             let job = Job(
                 messageId: messageId, type: type, value: value, key: record.key, headers: record.headers,
-                source: record.source, traceparent: traceparent)
+                source: record.source, traceparent: traceparent, notStartedAt: now, placeholderMs: nowMs)
             return .job(Pending(job: job, worker: worker, receivedAtMs: record.receivedAtMs, hasApnsId: apnsId != nil))
         }
     }

@@ -138,6 +138,12 @@ struct JSONWriter {
 
     mutating func string(_ text: String) {
         bytes.append(0x22)
+        // Most strings need no escaping: copy them in one go.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            bytes.append(contentsOf: text.utf8)
+            bytes.append(0x22)
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case 0x22: bytes.append(0x5C); bytes.append(0x22)
