@@ -1,0 +1,143 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+@testable import PushWorkerService
+import Testing
+
+/// The JSON5 configuration file, environment overrides and the checks made at startup.
+@Suite struct ConfigurationTests {
+    static func load(_ text: String, environment: [String: String] = [:]) throws -> ServiceConfiguration {
+        var configuration = ServiceConfiguration()
+        try configuration.apply(json5: Data(text.utf8))
+        try configuration.applyEnvironment(environment)
+        try configuration.check()
+        return configuration
+    }
+
+    static func error(_ text: String, environment: [String: String] = [:]) -> ConfigurationError? {
+        do {
+            _ = try load(text, environment: environment)
+            return nil
+        } catch let error as ConfigurationError {
+            return error
+        } catch {
+            return nil
+        }
+    }
+
+    @Test func defaultsFollowTheContract() throws {
+        let configuration = try Self.load("{}")
+        #expect(configuration.inputTopics == ["pushes"])
+        #expect(configuration.resultsTopic == "push-results")
+        #expect(configuration.groupId == "pushworker")
+        #expect(configuration.defaultBudgetMs == 30_000)
+        #expect(configuration.maxPayloadBytes == 4096)
+        #expect(configuration.consumerProperties["enable.auto.offset.store"] == "false")
+        #expect(configuration.consumerProperties["group.id"] == "pushworker")
+        #expect(configuration.producerProperties["enable.idempotence"] == "true")
+        // librdkafka's own defaults are not re-sent.
+        #expect(configuration.consumerProperties["session.timeout.ms"] == nil)
+        #expect(configuration.producerProperties["linger.ms"] == nil)
+    }
+
+    @Test func theExampleConfigurationLoads() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let configuration = try ServiceConfiguration.load(path: path.appendingPathComponent("config/pushworker.json5").path, environment: [:])
+        #expect(configuration.workers["content-update"]?.kindName == "exec")
+        #expect(configuration.workers["slow"]?.budgetMs == 2000)
+        #expect(configuration.makeRegistry().route(type: "ping")?.name == "noop:ping")
+    }
+
+    @Test func json5WithCommentsAndPassThroughProperties() throws {
+        let configuration = try Self.load("""
+            // comment
+            {
+              kafka: { "bootstrap.servers": "broker-1:9092,broker-2:9092", "socket.keepalive.enable": true, "linger.ms": 10, },
+              consumer: { "session.timeout.ms": 10000 },
+              groupId: "workers", inputTopics: ["a", "b"], resultsTopic: "out",
+              maxInFlight: 8, defaultBudgetMs: 5000,
+              workers: { ping: { kind: "noop", result: "newData", reason: "pong", delayMs: 5 } },
+              defaultWorker: { kind: "noop", budgetMs: 100 },
+              log: { level: "debug", format: "json" },
+            }
+            """)
+        #expect(configuration.bootstrapServers == "broker-1:9092,broker-2:9092")
+        #expect(configuration.consumerProperties["socket.keepalive.enable"] == "true")
+        #expect(configuration.producerProperties["linger.ms"] == "10")
+        #expect(configuration.consumerProperties["session.timeout.ms"] == "10000")
+        #expect(configuration.producerProperties["session.timeout.ms"] == nil)
+        #expect(configuration.inputTopics == ["a", "b"])
+        #expect(configuration.logLevel == .debug && configuration.logFormat == .json)
+        let registry = configuration.makeRegistry()
+        #expect(registry.route(type: "ping")?.budget == .milliseconds(5000))
+        #expect(registry.route(type: "other")?.name == "noop:default")
+        #expect(registry.route(type: "other")?.budget == .milliseconds(100))
+        #expect(configuration.effectiveDrainTimeoutMs == 15_000)
+    }
+
+    @Test func environmentOverridesTheFile() throws {
+        let configuration = try Self.load(#"{ kafka: { "bootstrap.servers": "file:9092" }, groupId: "from-file" }"#, environment: [
+            "PUSHWORKER_BOOTSTRAP_SERVERS": "env:9092", "PUSHWORKER_GROUP_ID": "from-env",
+            "PUSHWORKER_INPUT_TOPICS": "x, y", "PUSHWORKER_RESULTS_TOPIC": "r", "PUSHWORKER_MAX_IN_FLIGHT": "3",
+            "PUSHWORKER_LOG_LEVEL": "warning",
+        ])
+        #expect(configuration.bootstrapServers == "env:9092")
+        #expect(configuration.groupId == "from-env")
+        #expect(configuration.inputTopics == ["x", "y"])
+        #expect(configuration.resultsTopic == "r")
+        #expect(configuration.maxInFlight == 3)
+        #expect(configuration.logLevel == .warning)
+    }
+
+    @Test("bad configurations name the key", arguments: [
+        (#"{ grupId: "x" }"#, "grupId"),
+        (#"{ workers: { ping: { kind: "noop", delay: 5 } } }"#, "workers.ping.delay"),
+        (#"{ workers: { ping: { kind: "http" } } }"#, "workers.ping.kind"),
+        (#"{ workers: { job: { kind: "exec" } } }"#, "workers.job.command"),
+        (#"{ workers: { job: { kind: "exec", command: ["/no/such/program"] } } }"#, "workers.job.command"),
+        (#"{ maxInFlight: 0 }"#, "maxInFlight"),
+        (#"{ maxInFlight: "many" }"#, "maxInFlight"),
+        (#"{ inputTopics: "pushes" }"#, "inputTopics"),
+        (#"{ resultsTopic: "pushes" }"#, "resultsTopic"),
+        (#"{ log: { level: "loud" } }"#, "log.level"),
+        (#"{ consumer: { "enable.auto.offset.store": true } }"#, "consumer.enable.auto.offset.store"),
+    ])
+    func badKeysAreNamed(_ text: String, _ key: String) {
+        let error = Self.error(text)
+        #expect(error?.key == key, "\(text)")
+        #expect(error?.description.contains(key) == true)
+    }
+
+    @Test func librdkafkaRefusesUnknownProperties() {
+        let error = Self.error(#"{ kafka: { "bootstrap.servers": "x:1", "sasl.mechanism": "PLAIN", "no.such.property": 1 } }"#)
+        #expect(error?.code == .kafkaProperty)
+        #expect(error?.message.contains("no.such.property") == true)
+    }
+
+    @Test func syntaxErrorsAreReported() {
+        #expect(Self.error("{ groupId: ")?.code == .syntax)
+        #expect(Self.error("[1, 2]")?.code == .invalidValue)
+        #expect(Self.error("{}", environment: ["PUSHWORKER_MAX_IN_FLIGHT": "lots"])?.key == "PUSHWORKER_MAX_IN_FLIGHT")
+    }
+
+    @Test func secretsAreMaskedInTheEffectiveConfiguration() throws {
+        let configuration = try Self.load(#"""
+            { kafka: { "bootstrap.servers": "x:1", "sasl.password": "hunter2", "ssl.key.password": "s3cret" },
+              workers: { job: { kind: "exec", command: ["/bin/true"], env: { API_TOKEN: "t0ken" } } } }
+            """#)
+        let text = configuration.effectiveDescription()
+        #expect(!text.contains("hunter2") && !text.contains("s3cret") && !text.contains("t0ken"))
+        #expect(text.contains("\"sasl.password\" : \"*****\""))
+        #expect(text.contains("\"bootstrap.servers\" : \"x:1\""))
+    }
+
+    @Test func customExecutablesAddSwiftWorkersBesideConfiguredOnes() throws {
+        let configuration = try Self.load(#"{ workers: { ping: { kind: "noop" }, "content-update": { kind: "noop" } } }"#)
+        let commandLine = PushWorkerCommandLine { registry, _ in
+            registry.register(type: "content-update", worker: NoopWorker(outcome: .newData), name: "swift:content-update")
+        }
+        let registry = commandLine.makeRegistry(configuration)
+        #expect(registry.route(type: "ping")?.name == "noop:ping")
+        #expect(registry.route(type: "content-update")?.name == "swift:content-update")
+    }
+}
