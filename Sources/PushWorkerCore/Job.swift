@@ -26,6 +26,8 @@ public struct Job: Sendable {
     private let parsed: ParsedObject
 
     /// Creates a job (the testing kit and tests build them by hand; the service builds them from records).
+    /// - Parameter deadline: the deadline until a ``BudgetedExecutor`` starts the job and sets it from the
+    ///   worker's budget (default: 30 s from now).
     public init(
         messageId: String,
         type: String?,
@@ -37,17 +39,10 @@ public struct Job: Sendable {
         attempt: Int = 1,
         deadline: ContinuousClock.Instant = .now.advanced(by: .seconds(30))
     ) {
-        self.messageId = messageId
-        self.type = type
-        self.value = value
-        self.key = key
-        self.headers = headers
-        self.source = source
-        self.traceparent = traceparent
+        self.init(
+            messageId: messageId, type: type, value: value, key: key, headers: headers, source: source,
+            traceparent: traceparent, notStartedAt: deadline, placeholderMs: Clock.wallMs(at: deadline))
         self.attempt = attempt
-        self.deadline = deadline
-        self.deadlineMs = Clock.wallMs(at: deadline)
-        self.parsed = ParsedObject()
     }
 
     /// The time left in the budget (zero once the deadline has passed). Size I/O timeouts from it.
