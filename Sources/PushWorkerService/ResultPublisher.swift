@@ -17,7 +17,7 @@ final class ResultPublisher: Sendable {
 
     private struct State {
         var nextToken: UInt64 = 1
-        var inFlight: [UInt64: Outgoing] = [:]
+        var inFlight: [UInt64: Outgoing] = Dictionary(minimumCapacity: 65_536)
         var backlog = [Outgoing]()
         var lastFailureLogMs: Int64 = 0
     }
@@ -64,7 +64,7 @@ final class ResultPublisher: Sendable {
             record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),
             source: TopicPartition(topic: result.source.topic, partition: result.source.partition),
             offset: result.source.offset, failures: 0)
-        send([outgoing])
+        send(outgoing, fromBacklog: false)
     }
 
     /// Results produced again after librdkafka reported them undelivered.
@@ -79,7 +79,12 @@ final class ResultPublisher: Sendable {
             defer { state.backlog.removeAll() }
             return state.backlog
         }
-        if !backlog.isEmpty { send(backlog) }
+        for (index, outgoing) in backlog.enumerated() where !send(outgoing, fromBacklog: true) {
+            // Still full: keep the rest, in order, ahead of anything queued meanwhile.
+            let rest = backlog[index...]
+            state.withLock { $0.backlog.insert(contentsOf: rest, at: 0) }
+            return
+        }
     }
 
     /// Waits up to `timeoutMs` for every result to be acknowledged, then closes the producer.
@@ -95,27 +100,30 @@ final class ResultPublisher: Sendable {
         return left
     }
 
-    private func send(_ batch: [Outgoing]) {
-        guard let producer = producer.producer else { return }
-        var pendingBacklog: [Outgoing] = []
-        for outgoing in batch {
-            if !pendingBacklog.isEmpty { pendingBacklog.append(outgoing); continue }
-            let token = state.withLock { state -> UInt64 in
-                let token = state.nextToken
-                state.nextToken += 1
-                state.inFlight[token] = outgoing
-                return token
+    /// Produces one result, or puts it in the backlog (when librdkafka's queue is full, or behind results
+    /// already waiting there, so results keep their order). Returns false when it went to the backlog.
+    @discardableResult
+    private func send(_ outgoing: Outgoing, fromBacklog: Bool) -> Bool {
+        guard let producer = producer.producer else { return false }
+        let token = state.withLock { state -> UInt64? in
+            if !fromBacklog && !state.backlog.isEmpty {
+                state.backlog.append(outgoing)
+                return nil
             }
-            do throws(KafkaError) {
-                try producer.produce(outgoing.record, token: token)
-            } catch {
-                _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
-                if error.code != .queueFull { logFailure("cannot produce a result; kept for retry", error) }
-                pendingBacklog.append(outgoing)
-            }
+            let token = state.nextToken
+            state.nextToken += 1
+            state.inFlight[token] = outgoing
+            return token
         }
-        if !pendingBacklog.isEmpty {
-            state.withLock { $0.backlog.append(contentsOf: pendingBacklog) }
+        guard let token else { return false }
+        do throws(KafkaError) {
+            try producer.produce(outgoing.record, token: token)
+            return true
+        } catch {
+            _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
+            if error.code != .queueFull { logFailure("cannot produce a result; kept for retry", error) }
+            if !fromBacklog { state.withLock { $0.backlog.append(outgoing) } }
+            return false
         }
     }
 

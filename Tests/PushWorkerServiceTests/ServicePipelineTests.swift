@@ -203,6 +203,27 @@ struct ResultDeliveryTests {
     }
 }
 
+extension ResultDeliveryTests {
+    @Test func resultsWaitInTheBacklogWhileLibrdkafkasQueueIsFull() async throws {
+        var registry = WorkerRegistry()
+        registry.register(type: "fast", worker: NoopWorker(outcome: .newData))
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 2) {
+            // librdkafka holds at most 2 results at a time: most produce calls hit _QUEUE_FULL.
+            $0.producer["queue.buffering.max.messages"] = "2"
+        }
+        for index in 0..<60 {
+            try await harness.produce(#"{"aps":{"content-available":1},"type":"fast"}"#, key: "k\(index % 3)")
+        }
+        let results = try await harness.results(count: 60, timeout: .seconds(60))
+        try await harness.stop()
+        let committed = try await harness.committedOffsets()
+        harness.cluster.shutdown()
+        #expect(Set(results.compactMap { r in r.partition.flatMap { p in r.offset.map { "\(p)/\($0)" } } }).count == 60)
+        // Per partition, the committed offset is the number of its records (-1001: none committed, none read).
+        #expect(committed.values.map { max(0, $0) }.reduce(0, +) == 60)
+    }
+}
+
 /// Two members of one group: partitions move between them while records flow; every record gets a result.
 @Suite(.timeLimit(.minutes(2)))
 struct RebalanceTests {
