@@ -224,6 +224,32 @@ extension ResultDeliveryTests {
     }
 }
 
+extension ResultDeliveryTests {
+    @Test func aBrokerOutageDelaysResultsButLosesNone() async throws {
+        let gate = Gate()
+        var registry = WorkerRegistry()
+        registry.register(type: "gated", worker: ClosureWorker { _ in
+            await gate.wait()
+            return .newData
+        })
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1)
+        for _ in 0..<5 { try await harness.produce(#"{"aps":{"content-available":1},"type":"gated"}"#) }
+        while harness.service.currentStatistics.recordsConsumed < 5 { try await Task.sleep(for: .milliseconds(20)) }
+        // The only broker goes down while the jobs finish: their results cannot be produced.
+        try harness.cluster.setBrokerDown(1)
+        await gate.open()
+        try await Task.sleep(for: .seconds(2))
+        #expect(harness.receivedResults.isEmpty, "no result can be acknowledged while the broker is down")
+        try harness.cluster.setBrokerUp(1)
+        let results = try await harness.results(count: 5, timeout: .seconds(60))
+        try await harness.stop()
+        let committed = try await harness.committedOffsets()
+        harness.cluster.shutdown()
+        #expect(Set(results.compactMap(\.offset)) == [0, 1, 2, 3, 4])
+        #expect(committed[0] == 5)
+    }
+}
+
 /// Two members of one group: partitions move between them while records flow; every record gets a result.
 @Suite(.timeLimit(.minutes(2)))
 struct RebalanceTests {
