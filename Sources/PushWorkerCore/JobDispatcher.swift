@@ -5,7 +5,8 @@ import Synchronization
 ///
 /// - Records with the same key run one after another, in submission (offset) order; records with
 ///   different keys, or none, may run in parallel.
-/// - At most `maxInFlight` workers run at once; the rest wait, and their budget has not started.
+/// - At most `maxInFlight` workers run at once, and at most `maxConcurrent` of one worker when its
+///   registration sets it; the rest wait, and their budget has not started.
 /// - Every submitted record yields exactly one ``ResultRecord`` through `onResult`, unless it is taken
 ///   back with ``discardWaiting(where:)`` before its worker starts.
 ///
@@ -26,8 +27,45 @@ public final class JobDispatcher: Sendable {
         var keyQueues: [[UInt8]: FIFOQueue<Pending>] = [:]
         /// Jobs whose key is free, waiting for a slot.
         var ready = FIFOQueue<Pending>()
+        /// Jobs whose key is free but whose worker runs its `maxConcurrent` jobs, by worker name.
+        var blocked: [String: FIFOQueue<Pending>] = [:]
+        var runningByWorker: [String: Int] = [:]
         var waiting = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+
+        func workerHasRoom(_ pending: Pending) -> Bool {
+            guard let limit = pending.worker.maxConcurrent else { return true }
+            return runningByWorker[pending.worker.name, default: 0] < limit
+        }
+
+        mutating func markStarted(_ pending: Pending) {
+            running += 1
+            if pending.worker.maxConcurrent != nil { runningByWorker[pending.worker.name, default: 0] += 1 }
+        }
+
+        /// Queues a job whose key is free: ready for a slot, or blocked behind its worker's limit.
+        mutating func enqueue(_ pending: Pending) {
+            if workerHasRoom(pending) {
+                ready.append(pending)
+            } else {
+                blocked[pending.worker.name, default: FIFOQueue()].append(pending)
+            }
+        }
+
+        /// Starts ready jobs while slots are free; jobs whose worker is at its limit move aside.
+        mutating func fillSlots(maxInFlight: Int) -> [Pending] {
+            var toStart: [Pending] = []
+            while running < maxInFlight, let next = ready.popFirst() {
+                guard workerHasRoom(next) else {
+                    blocked[next.worker.name, default: FIFOQueue()].append(next)
+                    continue
+                }
+                markStarted(next)
+                waiting -= 1
+                toStart.append(next)
+            }
+            return toStart
+        }
     }
 
     private let state = Mutex(State())
@@ -92,11 +130,11 @@ public final class JobDispatcher: Sendable {
                 } else if outcomeNow != nil {
                     return true
                 }
-                if state.running < maxInFlight {
-                    state.running += 1
+                if state.running < maxInFlight && state.workerHasRoom(pending) {
+                    state.markStarted(pending)
                     toStart.append(pending)
                 } else {
-                    state.ready.append(pending)
+                    state.enqueue(pending)
                     state.waiting += 1
                 }
                 return false
@@ -115,27 +153,27 @@ public final class JobDispatcher: Sendable {
     /// - Returns: the sources taken back.
     public func discardWaiting(where matches: @Sendable (RecordSource) -> Bool) -> [RecordSource] {
         let (removed, toStart, wake) = state.withLock { state -> ([RecordSource], [Pending], [CheckedContinuation<Void, Never>]) in
-            let removedReady = state.ready.removeAll { matches($0.job.source) }
+            var removedReady = state.ready.removeAll { matches($0.job.source) }
+            for name in Array(state.blocked.keys) {
+                removedReady += state.blocked[name]?.removeAll { matches($0.job.source) } ?? []
+                if state.blocked[name]?.isEmpty == true { state.blocked[name] = nil }
+            }
             var removed = removedReady.map(\.job.source)
             for key in Array(state.keyQueues.keys) {
                 removed += state.keyQueues[key]?.removeAll { matches($0.job.source) }.map(\.job.source) ?? []
             }
-            // A discarded ready job held its key: hand the key to the next job queued behind it, or free it.
+            // A discarded ready or blocked job held its key: hand the key to the next job queued behind it,
+            // or free it.
             for pending in removedReady {
                 guard let key = pending.job.key else { continue }
                 if let next = state.keyQueues[key]?.popFirst() {
-                    state.ready.append(next)
+                    state.enqueue(next)
                 } else {
                     state.keyQueues[key] = nil
                 }
             }
             state.waiting -= removed.count
-            var toStart: [Pending] = []
-            while state.running < maxInFlight, let next = state.ready.popFirst() {
-                state.running += 1
-                state.waiting -= 1
-                toStart.append(next)
-            }
+            let toStart = state.fillSlots(maxInFlight: maxInFlight)
             guard state.running == 0 && state.waiting == 0 else { return (removed, toStart, []) }
             defer { state.idleWaiters.removeAll() }
             return (removed, toStart, state.idleWaiters)
@@ -218,20 +256,25 @@ public final class JobDispatcher: Sendable {
     private func finished(_ pending: Pending) {
         let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
             state.running -= 1
+            let name = pending.worker.name
+            if pending.worker.maxConcurrent != nil {
+                state.runningByWorker[name, default: 1] -= 1
+                if state.runningByWorker[name] == 0 { state.runningByWorker[name] = nil }
+                // The worker has room again: its longest-waiting blocked job joins the ready line.
+                if let next = state.blocked[name]?.popFirst() {
+                    state.ready.append(next)
+                    if state.blocked[name]?.isEmpty == true { state.blocked[name] = nil }
+                }
+            }
             if let key = pending.job.key {
                 if let next = state.keyQueues[key]?.popFirst() {
                     // The key's next job moves to the back of the ready line; it waits no longer for its key.
-                    state.ready.append(next)
+                    state.enqueue(next)
                 } else {
                     state.keyQueues[key] = nil
                 }
             }
-            var toStart: [Pending] = []
-            while state.running < maxInFlight, let next = state.ready.popFirst() {
-                state.running += 1
-                state.waiting -= 1
-                toStart.append(next)
-            }
+            let toStart = state.fillSlots(maxInFlight: maxInFlight)
             guard state.running == 0 && state.waiting == 0 else { return (toStart, []) }
             defer { state.idleWaiters.removeAll() }
             return (toStart, state.idleWaiters)

@@ -18,13 +18,14 @@ public struct WorkerRegistry: Sendable {
     /// - Parameters:
     ///   - name: the result's `worker` field (default: `type`).
     ///   - budget: the worker's budget (default: ``defaultBudget``).
-    public mutating func register(type: String, worker: any Worker, name: String? = nil, budget: Duration? = nil) {
-        workers[type] = RegisteredWorker(name: name ?? type, worker: worker, budget: budget ?? defaultBudget)
+    ///   - maxConcurrent: the most of its jobs running at once (default: no limit of its own).
+    public mutating func register(type: String, worker: any Worker, name: String? = nil, budget: Duration? = nil, maxConcurrent: Int? = nil) {
+        workers[type] = RegisteredWorker(name: name ?? type, worker: worker, budget: budget ?? defaultBudget, maxConcurrent: maxConcurrent)
     }
 
     /// Sets the default worker, used for a missing or unregistered `type`.
-    public mutating func setDefault(worker: any Worker, name: String = "default", budget: Duration? = nil) {
-        defaultWorker = RegisteredWorker(name: name, worker: worker, budget: budget ?? defaultBudget)
+    public mutating func setDefault(worker: any Worker, name: String = "default", budget: Duration? = nil, maxConcurrent: Int? = nil) {
+        defaultWorker = RegisteredWorker(name: name, worker: worker, budget: budget ?? defaultBudget, maxConcurrent: maxConcurrent)
     }
 
     /// The registered types, sorted.

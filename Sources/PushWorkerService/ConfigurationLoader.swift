@@ -151,7 +151,8 @@ extension ServiceConfiguration {
             throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "is required: exec or noop")
         }
         let budgetMs = try spec.int("budgetMs", min: 1)
-        let result: WorkerSpec
+        let maxConcurrent = try spec.int("maxConcurrent", min: 1)
+        var result: WorkerSpec
         switch kind {
         case "exec":
             guard let command = try spec.stringList("command"), !command.isEmpty, !command[0].isEmpty else {
@@ -172,6 +173,7 @@ extension ServiceConfiguration {
         default:
             throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "unknown worker kind '\(kind)'; expected exec or noop")
         }
+        result.maxConcurrent = maxConcurrent
         try spec.finish()
         return result
     }

@@ -50,10 +50,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public func makeRegistry() -> WorkerRegistry {
         var registry = WorkerRegistry(defaultBudget: .milliseconds(defaultBudgetMs))
         for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
-            registry.register(type: type, worker: spec.makeWorker(), name: "\(spec.kindName):\(type)", budget: spec.budgetMs.map { .milliseconds($0) })
+            registry.register(type: type, worker: spec.makeWorker(), name: "\(spec.kindName):\(type)", budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
         }
         if let spec = defaultWorker {
-            registry.setDefault(worker: spec.makeWorker(), name: "\(spec.kindName):default", budget: spec.budgetMs.map { .milliseconds($0) })
+            registry.setDefault(worker: spec.makeWorker(), name: "\(spec.kindName):default", budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
         }
         return registry
     }

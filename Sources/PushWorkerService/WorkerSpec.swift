@@ -14,11 +14,14 @@ public struct WorkerSpec: Sendable, Equatable {
     public var kind: Kind
     /// Its budget in milliseconds, or `nil` for the configuration's `defaultBudgetMs` (30 000).
     public var budgetMs: Int?
+    /// The most of its jobs running at once, or `nil` for no limit of its own (`maxInFlight` still applies).
+    public var maxConcurrent: Int?
 
     /// Creates a worker declaration.
-    public init(kind: Kind, budgetMs: Int? = nil) {
+    public init(kind: Kind, budgetMs: Int? = nil, maxConcurrent: Int? = nil) {
         self.kind = kind
         self.budgetMs = budgetMs
+        self.maxConcurrent = maxConcurrent
     }
 
     /// The kind's name as written in the configuration: `exec` or `noop`.

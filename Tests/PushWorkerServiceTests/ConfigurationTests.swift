@@ -56,7 +56,7 @@ import Testing
               consumer: { "session.timeout.ms": 10000 },
               groupId: "workers", inputTopics: ["a", "b"], resultsTopic: "out",
               maxInFlight: 8, defaultBudgetMs: 5000,
-              workers: { ping: { kind: "noop", result: "newData", reason: "pong", delayMs: 5 } },
+              workers: { ping: { kind: "noop", result: "newData", reason: "pong", delayMs: 5, maxConcurrent: 2 } },
               defaultWorker: { kind: "noop", budgetMs: 100 },
               log: { level: "debug", format: "json" },
             }
@@ -70,6 +70,8 @@ import Testing
         #expect(configuration.logLevel == .debug && configuration.logFormat == .json)
         let registry = configuration.makeRegistry()
         #expect(registry.route(type: "ping")?.budget == .milliseconds(5000))
+        #expect(registry.route(type: "ping")?.maxConcurrent == 2)
+        #expect(registry.route(type: "other")?.maxConcurrent == nil)
         #expect(registry.route(type: "other")?.name == "noop:default")
         #expect(registry.route(type: "other")?.budget == .milliseconds(100))
         #expect(configuration.effectiveDrainTimeoutMs == 15_000)
@@ -96,6 +98,7 @@ import Testing
         (#"{ workers: { job: { kind: "exec" } } }"#, "workers.job.command"),
         (#"{ workers: { job: { kind: "exec", command: ["/no/such/program"] } } }"#, "workers.job.command"),
         (#"{ maxInFlight: 0 }"#, "maxInFlight"),
+        (#"{ workers: { ping: { kind: "noop", maxConcurrent: 0 } } }"#, "workers.ping.maxConcurrent"),
         (#"{ maxInFlight: "many" }"#, "maxInFlight"),
         (#"{ inputTopics: "pushes" }"#, "inputTopics"),
         (#"{ resultsTopic: "pushes" }"#, "resultsTopic"),

@@ -38,6 +38,7 @@ extension ServiceConfiguration {
         }
         func worker(_ spec: WorkerSpec) -> JSONValue {
             var members: [String: JSONValue] = ["kind": .string(spec.kindName), "budgetMs": .int(Int64(spec.budgetMs ?? defaultBudgetMs))]
+            members["maxConcurrent"] = spec.maxConcurrent.map { .int(Int64($0)) } ?? .null
             switch spec.kind {
             case .exec(let arguments, let environment, let workingDirectory, let graceMs):
                 members["command"] = .array(arguments.map(JSONValue.string))
