@@ -3,7 +3,7 @@ import Testing
 @testable import PushWorkerCore
 
 /// Contract section 2, rows 6–8, and the budget's start: `BudgetedExecutor`.
-@Suite struct BudgetedExecutorTests {
+@Suite(.serialized) struct BudgetedExecutorTests {
     struct DiskOnFire: Error, CustomStringConvertible {
         var description: String { "disk on fire: /var/data" }
     }

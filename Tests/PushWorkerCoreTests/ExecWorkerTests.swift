@@ -3,7 +3,7 @@ import Testing
 @testable import PushWorkerCore
 
 /// The built-in `exec` worker (contract section 6).
-@Suite struct ExecWorkerTests {
+@Suite(.serialized) struct ExecWorkerTests {
     func run(_ worker: ExecWorker, job: Job = makeJob(), budget: Duration = .seconds(10)) async -> ExecutionReport {
         await BudgetedExecutor().run(job, on: RegisteredWorker(name: "exec", worker: worker, budget: budget))
     }
