@@ -54,6 +54,7 @@ extension ServiceConfiguration {
         if let producer = try reader.properties("producer") { self.producer = producer }
         if let value = try reader.string("groupId") { groupId = value }
         if let value = try reader.stringList("inputTopics") { inputTopics = value }
+        if let value = try reader.stringList("permittedTypes") { permittedTypes = value }
         if let value = try reader.string("resultsTopic") { resultsTopic = value }
         if let value = try reader.int("maxInFlight", min: 1) { maxInFlight = value }
         if let value = try reader.int("maxBufferedRecords", min: 1) { maxBufferedRecords = value }

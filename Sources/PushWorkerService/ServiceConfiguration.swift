@@ -35,6 +35,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var workers: [String: WorkerSpec] = [:]
     /// The worker for a missing or unregistered `type`, or `nil` (then: `noData` / `noWorker`).
     public var defaultWorker: WorkerSpec?
+    /// The payload types this deployment handles, declared up front (like iOS's
+    /// `BGTaskSchedulerPermittedIdentifiers`), or `nil` to accept whatever workers are registered. When set,
+    /// startup is refused if a registered worker's type is not listed or a listed type has no worker
+    /// (``checkRoutes(_:)``).
+    public var permittedTypes: [String]?
     /// The log level. Default `info`.
     public var logLevel: Logger.Level = .info
     /// The log format. Default `text`.
@@ -84,6 +89,22 @@ public struct ServiceConfiguration: Sendable, Equatable {
         if let drainTimeoutMs { return drainTimeoutMs }
         let budgets = workers.values.map { $0.budgetMs ?? defaultBudgetMs } + [defaultWorker?.budgetMs ?? defaultBudgetMs, defaultBudgetMs]
         return (budgets.max() ?? defaultBudgetMs) + 10_000
+    }
+
+    /// Checks the workers registered for this deployment (configured and Swift ones) against
+    /// ``permittedTypes``, so that a wrong route is refused at startup, never found on the first record.
+    /// - Throws: ``ConfigurationError`` naming the type.
+    public func checkRoutes(_ registry: WorkerRegistry) throws {
+        guard let permittedTypes else { return }
+        let permitted = Set(permittedTypes)
+        if let stray = registry.types.first(where: { !permitted.contains($0) }) {
+            throw ConfigurationError(.invalidValue, key: "permittedTypes",
+                "a worker is registered for type '\(stray)', which is not in permittedTypes \(permittedTypes.sorted()); add it or remove the worker")
+        }
+        if let missing = permittedTypes.sorted().first(where: { !registry.types.contains($0) }) {
+            throw ConfigurationError(.invalidValue, key: "permittedTypes",
+                "type '\(missing)' is permitted but no worker is registered for it; declare one under workers or register a Swift worker")
+        }
     }
 
     /// The bootstrap servers in effect.

@@ -84,7 +84,7 @@ struct BenchCommand {
         configuration.maxInFlight = maxInFlight
         configuration.maxBufferedRecords = max(50_000, records + 1)
         configuration.workers["bench"] = WorkerSpec(kind: .noop(result: .newData, reason: nil, delayMs: 0))
-        let throughput = try await Self.runService(configuration: configuration, registry: commandLine.makeRegistry(configuration), expected: records, during: nil)
+        let throughput = try await Self.runService(configuration: configuration, registry: try commandLine.makeRegistry(configuration), expected: records, during: nil)
         let rate = throughput.rate
         var line = "pushworker: \(Self.format(rate)) records/s"
         if let baselineRate { line += String(format: " (%.2f× the baseline)", rate / baselineRate) }
@@ -100,7 +100,7 @@ struct BenchCommand {
             let sendTimes = SendTimes()
             // Warm-up records, one per partition, start the consumer's fetching; they are not measured.
             try await Self.fill(servers: servers, topic: latencyInput, value: payload, count: partitions, partitions: partitions)
-            let result = try await Self.runService(configuration: configuration, registry: commandLine.makeRegistry(configuration), expected: latencyCount + partitions) { collector in
+            let result = try await Self.runService(configuration: configuration, registry: try commandLine.makeRegistry(configuration), expected: latencyCount + partitions) { collector in
                 // Wait until every warm-up record has its result, then measure.
                 while collector.count < partitions { try await Task.sleep(for: .milliseconds(5)) }
                 try await Self.paced(servers: servers, topic: latencyInput, value: payload, count: latencyCount, rate: latencyRate, partitions: partitions, times: sendTimes)

@@ -4,10 +4,13 @@ import PushWorkerKafka
 
 /// `pushworker check-config [--config FILE]`: validates and prints the effective configuration.
 struct CheckConfigCommand {
+    let commandLine: PushWorkerCommandLine
+
     static let help = """
     Usage: pushworker check-config [--config FILE] [--bootstrap-servers HOSTS]
 
-    Validates the configuration as 'run' would load it (file, then environment, then flags) and prints the
+    Validates the configuration as 'run' would load it (file, then environment, then flags; workers against
+    permittedTypes) and prints the
     effective configuration as JSON, with secrets masked. Exit status 1 names the bad key.
     """
 
@@ -18,6 +21,7 @@ struct CheckConfigCommand {
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
         let (configuration, _) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
+        _ = try commandLine.makeRegistry(configuration)  // routes against permittedTypes, as run would
         Output.line(configuration.effectiveDescription())
     }
 }
@@ -68,6 +72,7 @@ extension ServiceConfiguration {
             "drainTimeoutMs": .int(Int64(effectiveDrainTimeoutMs)),
             "workers": .object(workers.mapValues(worker)),
             "defaultWorker": defaultWorker.map(worker) ?? .null,
+            "permittedTypes": permittedTypes.map { .array($0.map(JSONValue.string)) } ?? .null,
             "log": .object(["level": .string(logLevel.rawValue), "format": .string(logFormat.rawValue)]),
             "dev": .object(["partitions": .int(Int64(devPartitions))]),
         ])

@@ -53,7 +53,7 @@ struct DevCommand {
             return
         }
         configuration.kafka["bootstrap.servers"] = cluster.bootstrapServers
-        let service = PushWorkerService(configuration: configuration, registry: commandLine.makeRegistry(configuration)) { record in
+        let service = PushWorkerService(configuration: configuration, registry: try commandLine.makeRegistry(configuration)) { record in
             Output.line(bytes: record.value ?? [])
         }
         let watcher = SignalWatcher { service.shutdown() }

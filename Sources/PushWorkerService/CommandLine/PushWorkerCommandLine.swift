@@ -47,7 +47,7 @@ public struct PushWorkerCommandLine: Sendable {
             case "dev": try await DevCommand(commandLine: self).execute(options)
             case "produce": try await ProduceCommand().execute(options)
             case "results": try await ResultsCommand().execute(options)
-            case "check-config": try CheckConfigCommand().execute(options)
+            case "check-config": try CheckConfigCommand(commandLine: self).execute(options)
             case "bench": try await BenchCommand(commandLine: self).execute(options)
             case "--help", "-h", "help":
                 Output.line(Self.usage)
@@ -87,9 +87,12 @@ public struct PushWorkerCommandLine: Sendable {
         return (configuration, file ?? "built-in defaults")
     }
 
-    func makeRegistry(_ configuration: ServiceConfiguration) -> WorkerRegistry {
+    /// The configured workers plus the Swift ones, checked against the configuration's `permittedTypes`.
+    /// - Throws: ``ConfigurationError`` when a route is not permitted or a permitted type has no worker.
+    func makeRegistry(_ configuration: ServiceConfiguration) throws -> WorkerRegistry {
         var registry = configuration.makeRegistry()
         registerWorkers(&registry, configuration)
+        try configuration.checkRoutes(registry)
         return registry
     }
 }

@@ -26,7 +26,7 @@ struct RunCommand {
         let (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
         Logger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         Logger(label: "pushworker").info("configuration loaded", metadata: ["source": source])
-        let service = PushWorkerService(configuration: configuration, registry: commandLine.makeRegistry(configuration))
+        let service = PushWorkerService(configuration: configuration, registry: try commandLine.makeRegistry(configuration))
         let watcher = SignalWatcher { service.shutdown() }
         defer { withExtendedLifetime(watcher) {} }
         try await service.run()
