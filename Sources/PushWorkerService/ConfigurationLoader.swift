@@ -27,7 +27,7 @@ extension ServiceConfiguration {
             } catch {
                 throw ConfigurationError(.unreadable, key: nil, "cannot read the config file \(path): \(error.localizedDescription)")
             }
-            try configuration.apply(json5: data, file: path)
+            try configuration.apply(json5: data, file: path, environment: environment)
         }
         try configuration.applyEnvironment(environment)
         try configuration.check()
@@ -36,7 +36,7 @@ extension ServiceConfiguration {
 
     /// Parses a JSON5 document over this configuration.
     /// - Throws: ``ConfigurationError``.
-    public mutating func apply(json5 data: Data, file: String = "the config") throws {
+    public mutating func apply(json5 data: Data, file: String = "the config", environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         let root: JSONValue
@@ -73,12 +73,12 @@ extension ServiceConfiguration {
         if var workers = try reader.object("workers") {
             for type in workers.keys {
                 guard var spec = try workers.object(type) else { continue }
-                self.workers[type] = try Self.parseWorker(&spec)
+                self.workers[type] = try Self.parseWorker(&spec, environment: environment)
             }
             try workers.finish()
         }
         if var spec = try reader.object("defaultWorker") {
-            defaultWorker = try Self.parseWorker(&spec)
+            defaultWorker = try Self.parseWorker(&spec, environment: environment)
         }
         try reader.finish()
     }
@@ -147,9 +147,9 @@ extension ServiceConfiguration {
         return format
     }
 
-    private static func parseWorker(_ spec: inout ConfigReader) throws -> WorkerSpec {
+    private static func parseWorker(_ spec: inout ConfigReader, environment: [String: String]) throws -> WorkerSpec {
         guard let kind = try spec.string("kind") else {
-            throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "is required: exec or noop")
+            throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "is required: exec, http or noop")
         }
         let budgetMs = try spec.int("budgetMs", min: 1)
         let maxConcurrent = try spec.int("maxConcurrent", min: 1)
@@ -171,8 +171,22 @@ extension ServiceConfiguration {
             let reason = try spec.string("reason")
             let delay = try spec.int("delayMs", min: 0) ?? 0
             result = WorkerSpec(kind: .noop(result: outcome, reason: reason, delayMs: delay), budgetMs: budgetMs)
+        case "http":
+            guard let text = try spec.string("url"), let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+                  scheme == "http" || scheme == "https", url.host != nil else {
+                throw ConfigurationError(.invalidValue, key: spec.path + ".url", "is required for an http worker: an http:// or https:// URL")
+            }
+            var headers = try spec.stringMap("headers") ?? [:]
+            for (header, variable) in try spec.stringMap("headersFromEnv") ?? [:] {
+                guard let value = environment[variable], !value.isEmpty else {
+                    throw ConfigurationError(.invalidValue, key: spec.path + ".headersFromEnv.\(header)", "the environment variable \(variable) is not set")
+                }
+                headers[header] = value
+            }
+            let timeoutMs = try spec.int("timeoutMs", min: 1) ?? 30_000
+            result = WorkerSpec(kind: .http(url: url, headers: headers, timeoutMs: timeoutMs), budgetMs: budgetMs)
         default:
-            throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "unknown worker kind '\(kind)'; expected exec or noop")
+            throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "unknown worker kind '\(kind)'; expected exec, http or noop")
         }
         result.maxConcurrent = maxConcurrent
         try spec.finish()

@@ -1,3 +1,4 @@
+import Foundation
 import PushWorkerCore
 
 /// A worker declared in the configuration for a payload `type` (contract section 6).
@@ -8,6 +9,9 @@ public struct WorkerSpec: Sendable, Equatable {
         case exec(arguments: [String], environment: [String: String], workingDirectory: String?, terminationGraceMs: Int)
         /// Returns `result` (with `reason`) after `delayMs`.
         case noop(result: BackgroundFetchResult, reason: String?, delayMs: Int)
+        /// POSTs the record value to `url` with static `headers` (values from the configuration or, for
+        /// secrets, from environment variables at startup), with its own request timeout.
+        case http(url: URL, headers: [String: String], timeoutMs: Int)
     }
 
     /// The worker kind and its settings.
@@ -29,6 +33,7 @@ public struct WorkerSpec: Sendable, Equatable {
         switch kind {
         case .exec: "exec"
         case .noop: "noop"
+        case .http: "http"
         }
     }
 
@@ -39,6 +44,8 @@ public struct WorkerSpec: Sendable, Equatable {
             ExecWorker(arguments: arguments, environment: environment, workingDirectory: workingDirectory, terminationGrace: .milliseconds(graceMs))
         case .noop(let result, let reason, let delayMs):
             NoopWorker(outcome: WorkerOutcome(result, reason: reason.map { ResultReason($0) }), delay: .milliseconds(delayMs))
+        case .http(let url, let headers, let timeoutMs):
+            HTTPWorker(url: url, headers: headers, requestTimeout: .milliseconds(timeoutMs))
         }
     }
 }

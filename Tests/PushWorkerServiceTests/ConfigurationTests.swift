@@ -8,7 +8,7 @@ import Testing
 @Suite struct ConfigurationTests {
     static func load(_ text: String, environment: [String: String] = [:]) throws -> ServiceConfiguration {
         var configuration = ServiceConfiguration()
-        try configuration.apply(json5: Data(text.utf8))
+        try configuration.apply(json5: Data(text.utf8), environment: environment)
         try configuration.applyEnvironment(environment)
         try configuration.check()
         return configuration
@@ -94,7 +94,10 @@ import Testing
     @Test("bad configurations name the key", arguments: [
         (#"{ grupId: "x" }"#, "grupId"),
         (#"{ workers: { ping: { kind: "noop", delay: 5 } } }"#, "workers.ping.delay"),
-        (#"{ workers: { ping: { kind: "http" } } }"#, "workers.ping.kind"),
+        (#"{ workers: { ping: { kind: "smtp" } } }"#, "workers.ping.kind"),
+        (#"{ workers: { ping: { kind: "http" } } }"#, "workers.ping.url"),
+        (#"{ workers: { ping: { kind: "http", url: "ftp://x/y" } } }"#, "workers.ping.url"),
+        (#"{ workers: { ping: { kind: "http", url: "http://x/y", headersFromEnv: { Authorization: "NO_SUCH_VARIABLE_X" } } } }"#, "workers.ping.headersFromEnv.Authorization"),
         (#"{ workers: { job: { kind: "exec" } } }"#, "workers.job.command"),
         (#"{ workers: { job: { kind: "exec", command: ["/no/such/program"] } } }"#, "workers.job.command"),
         (#"{ maxInFlight: 0 }"#, "maxInFlight"),
@@ -132,6 +135,23 @@ import Testing
         #expect(!text.contains("hunter2") && !text.contains("s3cret") && !text.contains("t0ken"))
         #expect(text.contains("\"sasl.password\" : \"*****\""))
         #expect(text.contains("\"bootstrap.servers\" : \"x:1\""))
+    }
+
+    @Test func httpWorkersTakeSecretsFromTheEnvironmentAndMaskThem() throws {
+        let configuration = try Self.load(#"""
+            { workers: { refresh: { kind: "http", url: "https://api.example.com/refresh", timeoutMs: 2000,
+                                    headers: { "X-Team": "push" }, headersFromEnv: { Authorization: "REFRESH_TOKEN" } } } }
+            """#, environment: ["REFRESH_TOKEN": "Bearer t0ken"])
+        guard case .http(let url, let headers, let timeoutMs)? = configuration.workers["refresh"]?.kind else {
+            Issue.record("not an http worker"); return
+        }
+        #expect(url.absoluteString == "https://api.example.com/refresh")
+        #expect(headers == ["X-Team": "push", "Authorization": "Bearer t0ken"])
+        #expect(timeoutMs == 2000)
+        #expect(configuration.makeRegistry().route(type: "refresh")?.name == "http:refresh")
+        let text = configuration.effectiveDescription()
+        #expect(!text.contains("t0ken"))
+        #expect(text.contains("https://api.example.com/refresh"))
     }
 
     @Test func customExecutablesAddSwiftWorkersBesideConfiguredOnes() throws {

@@ -49,6 +49,10 @@ extension ServiceConfiguration {
                 members["env"] = .object(environment.mapValues { _ in .string("*****") })
                 members["workingDirectory"] = workingDirectory.map(JSONValue.string) ?? .null
                 members["terminationGraceMs"] = .int(Int64(graceMs))
+            case .http(let url, let headers, let timeoutMs):
+                members["url"] = .string(url.absoluteString)
+                members["headers"] = .object(headers.mapValues { _ in .string("*****") })
+                members["timeoutMs"] = .int(Int64(timeoutMs))
             case .noop(let result, let reason, let delayMs):
                 members["result"] = .string(result.rawValue)
                 members["reason"] = reason.map(JSONValue.string) ?? .null

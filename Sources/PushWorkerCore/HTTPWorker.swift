@@ -1,0 +1,108 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The built-in `http` worker (contract section 6): POSTs the record value to a fixed URL.
+///
+/// - Request: `POST` of the whole record value with `Content-Type: application/json`, the `apns-id`
+///   (message id) and `traceparent` headers, plus the configured static headers. The payload never
+///   chooses the URL.
+/// - Timeout: the smaller of ``requestTimeout`` and the time left in the budget; the request is also
+///   cancelled with the job at the deadline.
+/// - Outcome: 204 = `noData`; other 2xx = `newData`, unless the body is a JSON object with a `result`
+///   (`newData`, `noData`, `failed`) and optional `reason`, which are used; other statuses =
+///   `failed` / `workerError` with `HTTP status N` as detail; transport errors = `failed` / `workerError`
+///   with the error as detail.
+/// - Connections are reused across jobs (one `URLSession` per worker).
+public struct HTTPWorker: Worker {
+    /// The URL every job is POSTed to.
+    public let url: URL
+    /// Static headers sent with every request (values may be secrets: never logged).
+    public let headers: [String: String]
+    /// The longest a request may take (default 30 s); the budget's remaining time caps it further.
+    public let requestTimeout: Duration
+    /// The most response body bytes read for a JSON outcome (default 64 KiB); larger bodies are not parsed.
+    public static let maxParsedBodyBytes = 65_536
+    private let session: URLSession
+
+    /// Creates an http worker.
+    /// - Parameters:
+    ///   - url: the endpoint (`http` or `https`).
+    ///   - headers: static headers (e.g. `Authorization`).
+    ///   - requestTimeout: its own request timeout (default 30 s).
+    public init(url: URL, headers: [String: String] = [:], requestTimeout: Duration = .seconds(30)) {
+        self.url = url
+        self.headers = headers
+        self.requestTimeout = requestTimeout
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 64
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        self.session = URLSession(configuration: configuration)
+    }
+
+    /// The worker's failure before an HTTP status arrived.
+    public struct TransportError: Error, CustomStringConvertible {
+        /// What went wrong.
+        public var description: String
+    }
+
+    public func perform(_ job: Job) async throws -> WorkerOutcome {
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.httpBody = Data(job.value)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue(job.messageId, forHTTPHeaderField: "apns-id")
+        if let traceparent = job.traceparent { request.setValue(traceparent, forHTTPHeaderField: "traceparent") }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let remaining = job.remaining
+        let timeout = min(requestTimeout, remaining)
+        let cappedByBudget = remaining <= requestTimeout
+        request.timeoutInterval = max(0.001, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        try Task.checkCancellation()
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            if cappedByBudget, (error as NSError).domain == NSURLErrorDomain, (error as NSError).code == NSURLErrorTimedOut {
+                // The request ran out of the budget, not of its own timeout: let the deadline report `timeout`.
+                try await Task.sleep(until: job.deadline.advanced(by: .milliseconds(200)), clock: .continuous)
+            }
+            throw TransportError(description: "POST \(url.absoluteString) failed: \(Self.describe(error))")
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw TransportError(description: "POST \(url.absoluteString): not an HTTP response")
+        }
+        return Self.outcome(status: http.statusCode, body: data)
+    }
+
+    /// Maps an HTTP response to an outcome (contract section 6, http).
+    public static func outcome(status: Int, body: Data) -> WorkerOutcome {
+        switch status {
+        case 204:
+            return .noData
+        case 200..<300:
+            if !body.isEmpty, body.count <= maxParsedBodyBytes,
+               let object = try? JSONDecoder().decode([String: JSONValue].self, from: body),
+               let text = object["result"]?.stringValue, let result = BackgroundFetchResult(rawValue: text) {
+                return WorkerOutcome(result, reason: object["reason"]?.stringValue.map { ResultReason($0) })
+            }
+            return .newData
+        default:
+            return .failed(.workerError, detail: "HTTP status \(status)")
+        }
+    }
+
+    static func describe(_ error: Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
+           let text = underlying.userInfo[NSLocalizedDescriptionKey] as? String {
+            return text
+        }
+        if let text = nsError.userInfo[NSLocalizedDescriptionKey] as? String { return text }
+        if nsError.domain == NSURLErrorDomain && nsError.code == NSURLErrorTimedOut { return "the request timed out" }
+        return "\(nsError.domain) \(nsError.code)"
+    }
+}
