@@ -107,10 +107,9 @@ final class ConsumerLoop: Sendable {
             return Array(state.assigned)
         }
         consumer.pause(assigned)
-        let discarded = dispatcher.discardWaiting { _ in true }
-        tracker.abandon(discarded.map { (TopicPartition(topic: $0.topic, partition: $0.partition), $0.offset) })
-        if !discarded.isEmpty {
-            logger.info("records taken but not started are left for the group to read again", metadata: ["count": String(discarded.count)])
+        let discarded = takeBack { _ in true }
+        if discarded > 0 {
+            logger.info("records taken but not started are left for the group to read again", metadata: ["count": String(discarded)])
         }
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(drainTimeoutMs))
         while dispatcher.runningCount > 0 && ContinuousClock.now < deadline {
@@ -158,8 +157,16 @@ final class ConsumerLoop: Sendable {
 
     private func takeBack(_ partitions: [TopicPartition]) {
         let set = Set(partitions)
-        let discarded = dispatcher.discardWaiting { set.contains(TopicPartition(topic: $0.topic, partition: $0.partition)) }
+        takeBack { set.contains(TopicPartition(topic: $0.topic, partition: $0.partition)) }
+    }
+
+    /// Takes back waiting jobs that match (they never start) and marks their records abandoned, so their
+    /// offsets are not committed. Returns how many.
+    @discardableResult
+    private func takeBack(where matches: @Sendable (RecordSource) -> Bool) -> Int {
+        let discarded = dispatcher.discardWaiting(where: matches)
         tracker.abandon(discarded.map { (TopicPartition(topic: $0.topic, partition: $0.partition), $0.offset) })
+        return discarded.count
     }
 
     private func forget(_ partitions: [TopicPartition]) {
