@@ -19,7 +19,9 @@ public struct ExecutionReport: Sendable {
 /// The budget counts from the moment the worker starts. At the deadline the worker's task is cancelled and
 /// `failed`/`timeout` is reported at once, whether or not the worker stops; a worker still running a
 /// moment after its deadline is logged as ignoring cancellation and counted in
-/// ``ignoredCancellationCount``.
+/// ``ignoredCancellationCount``. A worker that throws at its deadline (within 20 ms before it, or after)
+/// — typically an I/O timeout sized from `Job.remaining` firing just before the deadline timer — is
+/// reported as `timeout` too, not `workerError`.
 public final class BudgetedExecutor: Sendable {
     private let timer = DeadlineTimer()
     private let logger: Logger
@@ -53,9 +55,7 @@ public final class BudgetedExecutor: Sendable {
         let run = WorkerRun()
         let budget = registered.budget
         let deadline = job.deadline
-        let entry = timer.schedule(at: deadline, budget: budget) { [logger, counters] in
-            guard run.claim() else { return }
-            run.cancel()
+        let reportTimeout: @Sendable () -> Void = { [logger, counters] in
             counters.timeouts.add(1, ordering: .relaxed)
             let budgetMs = Self.milliseconds(budget)
             logger.warning("worker ran past its budget; cancelled", metadata: [
@@ -65,11 +65,25 @@ public final class BudgetedExecutor: Sendable {
                 outcome: .failed(.timeout, detail: "the worker ran past its budget of \(Self.format(budgetMs)) ms"),
                 startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(), durationMs: budgetMs, timedOut: true))
         }
+        let entry = timer.schedule(at: deadline, budget: budget) {
+            guard run.claim() else { return }
+            run.cancel()
+            reportTimeout()
+        }
         let task = Task { [timer, logger, counters] in
             let outcome: WorkerOutcome
             do {
                 outcome = try await registered.worker.perform(job)
             } catch {
+                // An error at the deadline (an I/O timeout sized from `job.remaining`, a cancellation)
+                // is the budget running out: the deadline wins and the result is `timeout`.
+                if ContinuousClock.now >= deadline - Self.deadlineTolerance {
+                    if run.claim() {
+                        timer.cancel(entry)
+                        reportTimeout()
+                    }
+                    return
+                }
                 outcome = .failed(.workerError, detail: String(describing: error))
             }
             let end = ContinuousClock.now
@@ -97,6 +111,9 @@ public final class BudgetedExecutor: Sendable {
             run(job, on: registered) { continuation.resume(returning: $0) }
         }
     }
+
+    /// How close to its deadline a worker's error counts as the budget running out (20 ms: timer slack).
+    static let deadlineTolerance = Duration.milliseconds(20)
 
     static func milliseconds(_ duration: Duration) -> Double {
         let (seconds, attoseconds) = duration.components

@@ -55,21 +55,15 @@ public struct HTTPWorker: Worker {
         request.setValue(job.messageId, forHTTPHeaderField: "apns-id")
         if let traceparent = job.traceparent { request.setValue(traceparent, forHTTPHeaderField: "traceparent") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let remaining = job.remaining
-        let timeout = min(requestTimeout, remaining)
-        let cappedByBudget = remaining <= requestTimeout
-        request.timeoutInterval = max(0.001, Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        let timeout = min(requestTimeout, job.remaining)
         try Task.checkCancellation()
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await session.data(for: request)
+            (data, response) = try await session.data(for: request, timeout: timeout)
         } catch {
+            // A timeout capped by the budget fires at the deadline, where the executor reports `timeout`.
             if Task.isCancelled { throw CancellationError() }
-            if cappedByBudget, (error as NSError).domain == NSURLErrorDomain, (error as NSError).code == NSURLErrorTimedOut {
-                // The request ran out of the budget, not of its own timeout: let the deadline report `timeout`.
-                try await Task.sleep(until: job.deadline.advanced(by: .milliseconds(200)), clock: .continuous)
-            }
             throw TransportError(description: "POST \(url.absoluteString) failed: \(Self.describe(error))")
         }
         guard let http = response as? HTTPURLResponse else {

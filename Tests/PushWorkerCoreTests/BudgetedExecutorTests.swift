@@ -57,6 +57,20 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(1)))
+    func anErrorAtTheDeadlineIsATimeout() async {
+        // A worker whose own I/O timeout is sized from `job.remaining` throws at its deadline, racing the
+        // deadline timer: the budget ran out, so the result is `timeout` either way, never `workerError`.
+        for _ in 0..<5 {
+            let report = await BudgetedExecutor().run(makeJob(), on: registered(ClosureWorker { job in
+                try? await Task.sleep(until: job.deadline, clock: .continuous)
+                throw DiskOnFire()
+            }, budget: .milliseconds(100)))
+            #expect(report.outcome.reason == .timeout, "\(report.outcome.detail ?? "-")")
+            #expect(report.timedOut)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
     func cooperatingWorkerTimesOutAtItsBudget() async {
         let executor = BudgetedExecutor()
         let budget = Duration.milliseconds(200)
