@@ -33,10 +33,10 @@ let package = Package(
         // Testing kit for worker authors.
         .target(name: "PushWorkerTesting", dependencies: ["PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
         .executableTarget(name: "pushworker", dependencies: ["PushWorkerService"]),
-        .testTarget(name: "PushWorkerCoreTests", dependencies: ["PushWorkerCore"]),
+        .testTarget(name: "PushWorkerCoreTests", dependencies: ["PushWorkerCore", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerKafkaTests", dependencies: ["PushWorkerKafka"]),
         .testTarget(name: "PushWorkerServiceTests", dependencies: ["PushWorkerService", "PushWorkerTesting"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerKafka"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerKafka", "PushWorkerTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

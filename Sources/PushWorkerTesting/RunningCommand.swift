@@ -1,30 +1,35 @@
 import Foundation
 import Synchronization
 
-/// The built `pushworker` executable, run as a user would run it.
-enum PushWorkerExecutable {
-    /// `$PUSHWORKER_EXECUTABLE`, else `pushworker` beside the test bundle (the same build directory).
-    static var path: String {
-        if let path = ProcessInfo.processInfo.environment["PUSHWORKER_EXECUTABLE"] { return path }
-        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        return bundle.appendingPathComponent("pushworker").path
-    }
-
-    /// The package root (for `config/` and `examples/`).
-    static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    }
-}
-
-/// A child process with its stdout and stderr collected line by line.
-final class RunningProcess: Sendable {
+/// A command-line program run as a child process, with its stdout collected line by line and its stderr
+/// as text: for end-to-end tests of a built `pushworker` (or your own executable built with
+/// `PushWorkerCommandLine`) exactly as users run it.
+/// ```swift
+/// let dev = try RunningCommand(RunningCommand.builtExecutable("content-pushworker"), ["dev", "--config", path])
+/// let servers = try await dev.waitForLines(1)[0].dropFirst("bootstrap.servers=".count)
+/// dev.signal(SIGTERM)
+/// #expect(try await dev.waitForExit() == 0)
+/// ```
+/// The process is killed (SIGKILL) when the value is released while it still runs.
+public final class RunningCommand: Sendable {
     private let process: Process
     private let output = Mutex<(stdout: [String], stderr: String)>(([], ""))
 
-    /// Starts `pushworker` with `arguments`.
-    init(_ arguments: [String], environment: [String: String] = [:], directory: URL? = nil, stdin: Data? = nil) throws {
+    /// The path of an executable product built beside the running test bundle (SwiftPM puts both in
+    /// `.build/<configuration>/`), e.g. `builtExecutable("pushworker")`.
+    public static func builtExecutable(_ name: String) -> URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
+    }
+
+    /// Starts `executable` with `arguments`.
+    /// - Parameters:
+    ///   - environment: variables set over this process's environment.
+    ///   - directory: the working directory (default: this process's).
+    ///   - stdin: written to the program's standard input, which is then closed (default: empty input).
+    /// - Throws: what `Process.run()` throws (e.g. the executable does not exist).
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil, stdin: Data? = nil) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: PushWorkerExecutable.path)
+        process.executableURL = executable
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (name, value) in environment { env[name] = value }
@@ -60,52 +65,71 @@ final class RunningProcess: Sendable {
         }
     }
 
-    var stdoutLines: [String] { output.withLock { $0.stdout } }
-    var stderr: String { output.withLock { $0.stderr } }
-    var pid: Int32 { process.processIdentifier }
+    /// The complete stdout lines so far (without their newlines).
+    public var stdoutLines: [String] { output.withLock { $0.stdout } }
+    /// Everything written to stderr so far.
+    public var stderr: String { output.withLock { $0.stderr } }
+    /// The process id.
+    public var pid: Int32 { process.processIdentifier }
+    /// Whether the process is still running.
+    public var isRunning: Bool { process.isRunning }
 
     /// Waits until stdout has at least `count` lines.
-    func waitForLines(_ count: Int, timeout: Duration = .seconds(30)) async throws -> [String] {
+    /// - Returns: all stdout lines so far.
+    /// - Throws: ``RunningCommandError`` if the process exits first or `timeout` passes (default 30 s),
+    ///   with the end of stderr.
+    public func waitForLines(_ count: Int, timeout: Duration = .seconds(30)) async throws -> [String] {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while stdoutLines.count < count {
-            guard ContinuousClock.now < deadline, process.isRunning || stdoutLines.count < count && ContinuousClock.now < deadline else {
-                throw ProcessFailure("\(stdoutLines.count) of \(count) stdout lines within \(timeout); stderr: \(stderr.suffix(2000))")
+            guard ContinuousClock.now < deadline else {
+                throw RunningCommandError("\(stdoutLines.count) of \(count) stdout lines within \(timeout); stderr: \(stderr.suffix(2000))")
             }
             if !process.isRunning {
-                try await Task.sleep(for: .milliseconds(100))
-                if stdoutLines.count < count { throw ProcessFailure("exited (\(process.terminationStatus)) after \(stdoutLines.count) of \(count) lines; stderr: \(stderr.suffix(2000))") }
+                try await Task.sleep(for: .milliseconds(100))  // let the reader drain the pipe
+                if stdoutLines.count < count {
+                    throw RunningCommandError("exited (\(process.terminationStatus)) after \(stdoutLines.count) of \(count) lines; stderr: \(stderr.suffix(2000))")
+                }
             }
             try await Task.sleep(for: .milliseconds(20))
         }
         return stdoutLines
     }
 
-    /// Waits for the process to exit and returns its status.
-    func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32 {
+    /// Waits for the process to exit.
+    /// - Returns: its exit status.
+    /// - Throws: ``RunningCommandError`` if it still runs after `timeout` (default 60 s).
+    public func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32 {
         let deadline = ContinuousClock.now.advanced(by: timeout)
         while process.isRunning {
-            guard ContinuousClock.now < deadline else { throw ProcessFailure("still running after \(timeout); stderr: \(stderr.suffix(2000))") }
+            guard ContinuousClock.now < deadline else { throw RunningCommandError("still running after \(timeout); stderr: \(stderr.suffix(2000))") }
             try await Task.sleep(for: .milliseconds(20))
         }
         try await Task.sleep(for: .milliseconds(50))  // let the readers drain the pipes
         return process.terminationStatus
     }
 
-    func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    /// Sends a signal, e.g. `SIGTERM` for a graceful stop.
+    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+
+    /// Runs `executable` to completion.
+    /// - Returns: the exit status, stdout lines and stderr.
+    /// - Throws: ``RunningCommandError`` if it runs longer than `timeout` (default 60 s); what `init` throws.
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], stdin: Data? = nil,
+                           timeout: Duration = .seconds(60)) async throws -> (status: Int32, stdout: [String], stderr: String) {
+        let command = try RunningCommand(executable, arguments, environment: environment, stdin: stdin)
+        let status = try await command.waitForExit(timeout: timeout)
+        return (status, command.stdoutLines, command.stderr)
+    }
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 }
 
-struct ProcessFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// Runs `pushworker` to completion.
-func runPushworker(_ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)) async throws -> (status: Int32, stdout: [String], stderr: String) {
-    let process = try RunningProcess(arguments, stdin: stdin)
-    let status = try await process.waitForExit(timeout: timeout)
-    return (status, process.stdoutLines, process.stderr)
+/// A child process that did not do what a test waited for, with the end of its stderr.
+public struct RunningCommandError: Error, CustomStringConvertible, Sendable {
+    /// What happened.
+    public var description: String
+    /// Creates an error.
+    public init(_ description: String) { self.description = description }
 }

@@ -28,7 +28,7 @@ struct CommandLineTests {
     @Test func devBrokerOnlyThenProduceRunAndResults() async throws {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let config = try Self.writeConfig(Self.config(suffix: String(suffix), workers: #""ping": { kind: "noop", result: "newData" }"#))
-        let broker = try RunningProcess(["dev", "--broker-only", "--config", config])
+        let broker = try startPushworker(["dev", "--broker-only", "--config", config])
         let first = try await broker.waitForLines(1).first ?? ""
         #expect(first.hasPrefix("bootstrap.servers=127.0.0.1:"))
         let servers = String(first.dropFirst("bootstrap.servers=".count))
@@ -42,7 +42,7 @@ struct CommandLineTests {
         #expect(fromFile.status == 0)
         #expect(fromFile.stdout.first?.hasPrefix("delivered=2 failed=0") == true)
 
-        let service = try RunningProcess(["run", "--config", config, "--bootstrap-servers", servers])
+        let service = try startPushworker(["run", "--config", config, "--bootstrap-servers", servers])
         let results = try await runPushworker(["results", "--bootstrap-servers", servers, "--topic", "results-\(suffix)",
                                                "--from-beginning", "--count", "7", "--timeout", "60"], timeout: .seconds(90))
         #expect(results.status == 0, "\(results.stderr)")
@@ -63,19 +63,19 @@ struct CommandLineTests {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let config = try Self.writeConfig(Self.config(
             suffix: String(suffix), workers: #""job": { kind: "noop", result: "newData", delayMs: 150 }"#, extra: "maxInFlight: 2, dev: { partitions: 1 },"))
-        let broker = try RunningProcess(["dev", "--broker-only", "--config", config])
+        let broker = try startPushworker(["dev", "--broker-only", "--config", config])
         let servers = String((try await broker.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
         let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--type", "job", "--count", "40"])
         #expect(produced.status == 0)
 
-        let first = try RunningProcess(["run", "--config", config, "--bootstrap-servers", servers])
+        let first = try startPushworker(["run", "--config", config, "--bootstrap-servers", servers])
         let early = try await runPushworker(["results", "--bootstrap-servers", servers, "--topic", "results-\(suffix)",
                                              "--from-beginning", "--count", "4", "--timeout", "60"], timeout: .seconds(90))
         #expect(early.status == 0)
         first.signal(SIGKILL)  // a crash: jobs in flight, results and offsets not yet committed
         _ = try await first.waitForExit()
 
-        let second = try RunningProcess(["run", "--config", config, "--bootstrap-servers", servers])
+        let second = try startPushworker(["run", "--config", config, "--bootstrap-servers", servers])
         let deadline = ContinuousClock.now.advanced(by: .seconds(90))
         var offsets = Set<Int>()
         while offsets.count < 40 && ContinuousClock.now < deadline {
@@ -94,7 +94,7 @@ struct CommandLineTests {
     }
 
     @Test func devWithSamplesPrintsEveryOutcome() async throws {
-        let dev = try RunningProcess(["dev", "--samples"], directory: PushWorkerExecutable.packageRoot)
+        let dev = try startPushworker(["dev", "--samples"], directory: PushWorkerExecutable.packageRoot)
         let lines = try await dev.waitForLines(11, timeout: .seconds(60))
         #expect(lines[0].hasPrefix("bootstrap.servers="))
         let objects = lines.dropFirst().compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }

@@ -1,14 +1,15 @@
 import Foundation
 import Testing
 @testable import PushWorkerCore
+import PushWorkerTesting
 
 /// The http worker against a real HTTP server on loopback.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct HTTPWorkerTests {
     static let payload = #"{"aps":{"content-available":1},"type":"content-update","contentId":"article-1"}"#
 
-    static func server() throws -> LoopbackHTTPServer {
-        try LoopbackHTTPServer { request in
+    static func server() throws -> StubHTTPServer {
+        try StubHTTPServer { request in
             switch request.path {
             case "/ok": return .init(status: 200)
             case "/created": return .init(status: 201, body: Data("accepted".utf8))
@@ -31,7 +32,7 @@ struct HTTPWorkerTests {
         return await BudgetedExecutor().run(job, on: RegisteredWorker(name: "http", worker: worker, budget: budget))
     }
 
-    static func worker(_ server: LoopbackHTTPServer, _ path: String, headers: [String: String] = [:], timeout: Duration = .seconds(30)) -> HTTPWorker {
+    static func worker(_ server: StubHTTPServer, _ path: String, headers: [String: String] = [:], timeout: Duration = .seconds(30)) -> HTTPWorker {
         HTTPWorker(url: URL(string: "http://127.0.0.1:\(server.port)\(path)")!, headers: headers, requestTimeout: timeout)  // invariant: a literal URL
     }
 
@@ -72,7 +73,8 @@ struct HTTPWorkerTests {
         defer { server.stop() }
         let start = ContinuousClock.now
         let report = await Self.run(Self.worker(server, "/slow"), budget: .milliseconds(400))
-        #expect(report.outcome.reason == .timeout)
+        #expect(report.outcome.reason == .timeout, "\(report.outcome.detail ?? "-")")
+        #expect(start.duration(to: .now) >= .milliseconds(390))
         #expect(start.duration(to: .now) < .milliseconds(1500))
     }
 
@@ -82,7 +84,9 @@ struct HTTPWorkerTests {
         let report = await Self.run(Self.worker(server, "/slow", timeout: .milliseconds(300)), budget: .seconds(5))
         #expect(report.outcome.result == .failed)
         #expect(report.outcome.reason == .workerError)
-        #expect(report.durationMs < 2500)
+        #expect(report.outcome.detail?.contains("timed out") == true, "\(report.outcome.detail ?? "-")")
+        // Sub-second timeouts are kept, not truncated to zero (corelibs URLSession counts whole seconds).
+        #expect(report.durationMs >= 290 && report.durationMs < 2500, "\(report.durationMs) ms")
     }
 
     @Test func aRefusedConnectionIsAWorkerError() async throws {

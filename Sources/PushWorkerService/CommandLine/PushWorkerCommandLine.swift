@@ -8,12 +8,15 @@ import PushWorkerKafka
 /// A custom executable that adds Swift workers builds one with a `registerWorkers` closure and calls
 /// ``main(_:)``; the whole command line stays the same.
 public struct PushWorkerCommandLine: Sendable {
-    /// Adds workers to the registry built from the configuration (called by `run`, `dev` and `bench`).
-    public var registerWorkers: @Sendable (inout WorkerRegistry, ServiceConfiguration) -> Void
+    /// Adds workers to the registry built from the configuration (called by `run`, `dev`, `check-config`
+    /// and `bench`). An error it throws (e.g. a missing setting of the worker's own) stops the command
+    /// with exit status 1 and the error's description on stderr.
+    public var registerWorkers: @Sendable (inout WorkerRegistry, ServiceConfiguration) throws -> Void
 
     /// Creates the command line.
-    /// - Parameter registerWorkers: adds Swift workers beside the configured ones (default: none).
-    public init(registerWorkers: @escaping @Sendable (inout WorkerRegistry, ServiceConfiguration) -> Void = { _, _ in }) {
+    /// - Parameter registerWorkers: adds Swift workers beside the configured ones (default: none); may
+    ///   throw to refuse to start.
+    public init(registerWorkers: @escaping @Sendable (inout WorkerRegistry, ServiceConfiguration) throws -> Void = { _, _ in }) {
         self.registerWorkers = registerWorkers
     }
 
@@ -88,10 +91,11 @@ public struct PushWorkerCommandLine: Sendable {
     }
 
     /// The configured workers plus the Swift ones, checked against the configuration's `permittedTypes`.
-    /// - Throws: ``ConfigurationError`` when a route is not permitted or a permitted type has no worker.
+    /// - Throws: ``ConfigurationError`` when a route is not permitted or a permitted type has no worker;
+    ///   whatever `registerWorkers` throws.
     func makeRegistry(_ configuration: ServiceConfiguration) throws -> WorkerRegistry {
         var registry = configuration.makeRegistry()
-        registerWorkers(&registry, configuration)
+        try registerWorkers(&registry, configuration)
         try configuration.checkRoutes(registry)
         return registry
     }

@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+// A separate package that builds its own `pushworker` with a Swift worker, as a worker author would:
+// it depends on the pushworker package (here by path; in your project by URL and version).
+import PackageDescription
+
+let package = Package(
+    name: "pushworker-examples",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "content-pushworker", targets: ["content-pushworker"]),
+        .library(name: "ContentUpdateWorker", targets: ["ContentUpdateWorker"]),
+    ],
+    dependencies: [
+        // In your own package: .package(url: "https://…/pushworker.git", from: "0.1.0")
+        .package(name: "pushworker", path: ".."),
+    ],
+    targets: [
+        // The worker: fetches `contentId` over HTTP from a configured base URL.
+        .target(name: "ContentUpdateWorker", dependencies: [
+            .product(name: "PushWorkerCore", package: "pushworker"),
+        ]),
+        // A custom `pushworker`: the whole command line plus the content-update worker.
+        .executableTarget(name: "content-pushworker", dependencies: [
+            "ContentUpdateWorker",
+            .product(name: "PushWorkerService", package: "pushworker"),
+        ]),
+        .testTarget(name: "ContentUpdateWorkerTests", dependencies: [
+            "ContentUpdateWorker",
+            .product(name: "PushWorkerTesting", package: "pushworker"),
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,26 @@
+import Foundation
+import PushWorkerTesting
+
+/// The built `pushworker` executable, run as a user would run it.
+enum PushWorkerExecutable {
+    /// `$PUSHWORKER_EXECUTABLE`, else `pushworker` beside the test bundle (the same build directory).
+    static var url: URL {
+        if let path = ProcessInfo.processInfo.environment["PUSHWORKER_EXECUTABLE"] { return URL(fileURLWithPath: path) }
+        return RunningCommand.builtExecutable("pushworker")
+    }
+
+    /// The package root (for `config/` and `examples/`).
+    static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+}
+
+/// Starts `pushworker` with `arguments`.
+func startPushworker(_ arguments: [String], environment: [String: String] = [:], directory: URL? = nil, stdin: Data? = nil) throws -> RunningCommand {
+    try RunningCommand(PushWorkerExecutable.url, arguments, environment: environment, directory: directory, stdin: stdin)
+}
+
+/// Runs `pushworker` to completion.
+func runPushworker(_ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)) async throws -> (status: Int32, stdout: [String], stderr: String) {
+    try await RunningCommand.run(PushWorkerExecutable.url, arguments, stdin: stdin, timeout: timeout)
+}
