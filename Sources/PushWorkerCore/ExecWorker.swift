@@ -53,6 +53,8 @@ public struct ExecWorker: Worker {
         return nil
     }
 
+    /// Runs the program with the record value on stdin; the outcome follows contract section 6 (exec).
+    /// - Throws: an error when the program cannot be started (reported as `failed` / `workerError`).
     public func perform(_ job: Job) async throws -> WorkerOutcome {
         guard let program = arguments.first, let path = Self.resolve(program) else {
             throw LaunchError(description: "exec worker: program '\(arguments.first ?? "")' not found or not executable")

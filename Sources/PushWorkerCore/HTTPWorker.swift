@@ -47,6 +47,8 @@ public struct HTTPWorker: Worker {
         public var description: String
     }
 
+    /// POSTs the record value to ``url``; the outcome follows contract section 6 (http).
+    /// - Throws: ``TransportError`` when no HTTP status arrived (reported as `failed` / `workerError`).
     public func perform(_ job: Job) async throws -> WorkerOutcome {
         var request = URLRequest(url: url)
         request.httpMethod = "POST"

@@ -13,6 +13,7 @@ public struct NoopWorker: Worker {
         self.delay = delay
     }
 
+    /// Waits the configured delay (cancellable), then returns the configured outcome.
     public func perform(_ job: Job) async throws -> WorkerOutcome {
         if delay > .zero { try await Task.sleep(for: delay) }
         return outcome

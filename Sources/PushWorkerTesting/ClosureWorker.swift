@@ -9,6 +9,7 @@ public struct ClosureWorker: Worker {
         self.body = body
     }
 
+    /// Calls the closure.
     public func perform(_ job: Job) async throws -> WorkerOutcome {
         try await body(job)
     }
