@@ -60,6 +60,7 @@ public final class BudgetedExecutor: Sendable {
             let budgetMs = Self.milliseconds(budget)
             logger.warning("worker ran past its budget; cancelled", metadata: [
                 "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "budgetMs": Self.format(budgetMs),
+                "topic": job.source.topic, "partition": String(job.source.partition), "offset": String(job.source.offset),
             ])
             completion(ExecutionReport(
                 outcome: .failed(.timeout, detail: "the worker ran past its budget of \(Self.format(budgetMs)) ms"),
@@ -98,6 +99,7 @@ public final class BudgetedExecutor: Sendable {
                     counters.ignoredCancellations.add(1, ordering: .relaxed)
                     logger.warning("worker ignored cancellation: it finished after its deadline", metadata: [
                         "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "lateMs": Self.format(late),
+                        "topic": job.source.topic, "partition": String(job.source.partition), "offset": String(job.source.offset),
                     ])
                 }
             }

@@ -67,7 +67,9 @@ public struct ExecWorker: Worker {
         env["PUSHWORKER_MESSAGE_ID"] = job.messageId
         env["PUSHWORKER_TYPE"] = job.type ?? ""
         env["PUSHWORKER_DEADLINE_MS"] = String(job.deadlineMs)
-        if let traceparent = job.traceparent { env["TRACEPARENT"] = traceparent }
+        // W3C trace context of the record (the TRACEPARENT variable OpenTelemetry SDKs read); unset when the
+        // record has none, so the service's own environment never leaks in.
+        env["TRACEPARENT"] = job.traceparent
         process.environment = env
         if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
         let stdin = Pipe()

@@ -12,7 +12,20 @@ extension ServiceConfiguration {
         ("PUSHWORKER_MAX_IN_FLIGHT", "maxInFlight"),
         ("PUSHWORKER_LOG_LEVEL", "log.level"),
         ("PUSHWORKER_LOG_FORMAT", "log.format"),
+        ("PUSHWORKER_GROUP_INSTANCE_ID", "consumer.\"group.instance.id\" (static membership, e.g. the pod name)"),
+        ("PUSHWORKER_KAFKA_<NAME>", "kafka.\"<name>\": any librdkafka property, upper-case with '_' for '.' (e.g. PUSHWORKER_KAFKA_SASL_PASSWORD)"),
     ]
+
+    /// The prefix of environment variables that set librdkafka properties: `PUSHWORKER_KAFKA_SASL_PASSWORD`
+    /// sets `sasl.password` in `kafka` (for secrets from a Kubernetes Secret or a systemd credential file).
+    public static let kafkaPropertyEnvironmentPrefix = "PUSHWORKER_KAFKA_"
+
+    /// The librdkafka property an environment variable names: `PUSHWORKER_KAFKA_SSL_CA_LOCATION` →
+    /// `ssl.ca.location`; `nil` for any other variable.
+    public static func kafkaProperty(forEnvironmentVariable name: String) -> String? {
+        guard name.hasPrefix(kafkaPropertyEnvironmentPrefix), name.count > kafkaPropertyEnvironmentPrefix.count else { return nil }
+        return name.dropFirst(kafkaPropertyEnvironmentPrefix.count).lowercased().replacingOccurrences(of: "_", with: ".")
+    }
 
     /// Loads a configuration: built-in defaults, then the JSON5 file at `path` (if any), then the
     /// environment overrides (``environmentOverrides``).
@@ -98,6 +111,49 @@ extension ServiceConfiguration {
         }
         if let value = environment["PUSHWORKER_LOG_LEVEL"], !value.isEmpty { logLevel = try Self.parseLevel(value, key: "PUSHWORKER_LOG_LEVEL") }
         if let value = environment["PUSHWORKER_LOG_FORMAT"], !value.isEmpty { logFormat = try Self.parseFormat(value, key: "PUSHWORKER_LOG_FORMAT") }
+        if let value = environment["PUSHWORKER_GROUP_INSTANCE_ID"], !value.isEmpty { consumer["group.instance.id"] = value }
+        for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
+            guard let property = Self.kafkaProperty(forEnvironmentVariable: name) else { continue }
+            do {
+                try KafkaConfiguration([property: value]).validate()
+            } catch let error as KafkaError {
+                throw ConfigurationError(.kafkaProperty, key: name, "sets librdkafka property '\(property)': \(error.message)")
+            }
+            kafka[property] = value
+        }
+    }
+
+    /// librdkafka properties that name files read when a client starts (TLS material, Kerberos keytab).
+    static let fileProperties = [
+        "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
+        "ssl.crl.location", "sasl.kerberos.keytab",
+    ]
+
+    /// Checks that every file a TLS or SASL property names exists and is readable, so a wrong path stops
+    /// startup with the property and the path named instead of failing inside librdkafka later.
+    /// `ssl.ca.location` may also be `probe` (librdkafka searches the system's CA locations).
+    /// - Throws: ``ConfigurationError`` naming the property.
+    func checkFileProperties() throws {
+        for (section, properties) in [("kafka", kafka), ("consumer", consumer), ("producer", producer)] {
+            for name in Self.fileProperties {
+                guard let value = properties[name], !value.isEmpty else { continue }
+                if name == "ssl.ca.location", value == "probe" { continue }
+                // ssl.ca.location may list several paths separated by ',' on some platforms; check each.
+                let paths = name == "ssl.ca.location" ? value.split(separator: ",").map(String.init) : [value]
+                for path in paths {
+                    var isDirectory: ObjCBool = false
+                    guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+                        throw ConfigurationError(.invalidValue, key: "\(section).\(name)", "the file '\(path)' does not exist")
+                    }
+                    guard FileManager.default.isReadableFile(atPath: path) else {
+                        throw ConfigurationError(.invalidValue, key: "\(section).\(name)", "the file '\(path)' is not readable by this user (uid \(getuid()))")
+                    }
+                    if isDirectory.boolValue, name != "ssl.ca.location" {
+                        throw ConfigurationError(.invalidValue, key: "\(section).\(name)", "'\(path)' is a directory, not a file")
+                    }
+                }
+            }
+        }
     }
 
     /// Checks what no single key can: required values, librdkafka's view of the properties, worker programs.
@@ -111,6 +167,7 @@ extension ServiceConfiguration {
         if bootstrapServers.isEmpty {
             throw ConfigurationError(.invalidValue, key: "kafka.bootstrap.servers", "is empty; set it in the file, PUSHWORKER_BOOTSTRAP_SERVERS or --bootstrap-servers")
         }
+        try checkFileProperties()
         if consumer["enable.auto.offset.store"] == "true" || kafka["enable.auto.offset.store"] == "true" {
             throw ConfigurationError(.kafkaProperty, key: "consumer.enable.auto.offset.store", "pushworker stores each offset itself once its result is acknowledged; remove this property")
         }

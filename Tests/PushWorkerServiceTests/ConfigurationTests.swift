@@ -137,6 +137,46 @@ import Testing
         #expect(text.contains("\"bootstrap.servers\" : \"x:1\""))
     }
 
+    @Test func librdkafkaPropertiesAndStaticMembershipFromTheEnvironment() throws {
+        let configuration = try Self.load(#"{ kafka: { "bootstrap.servers": "x:1", "security.protocol": "SASL_SSL" } }"#, environment: [
+            "PUSHWORKER_KAFKA_SASL_MECHANISMS": "SCRAM-SHA-512",
+            "PUSHWORKER_KAFKA_SASL_USERNAME": "pushworker",
+            "PUSHWORKER_KAFKA_SASL_PASSWORD": "from-a-secret",
+            "PUSHWORKER_GROUP_INSTANCE_ID": "pushworker-0",
+        ])
+        #expect(configuration.kafka["sasl.mechanisms"] == "SCRAM-SHA-512")
+        #expect(configuration.kafka["sasl.password"] == "from-a-secret")
+        #expect(configuration.consumerProperties["group.instance.id"] == "pushworker-0")
+        #expect(configuration.producerProperties["group.instance.id"] == nil, "a consumer property, not sent to the producer")
+        #expect(!configuration.effectiveDescription().contains("from-a-secret"))
+        #expect(ServiceConfiguration.kafkaProperty(forEnvironmentVariable: "PUSHWORKER_KAFKA_SSL_CA_LOCATION") == "ssl.ca.location")
+        #expect(ServiceConfiguration.kafkaProperty(forEnvironmentVariable: "PUSHWORKER_GROUP_ID") == nil)
+
+        let unknown = Self.error("{}", environment: ["PUSHWORKER_KAFKA_NO_SUCH_THING": "1"])
+        #expect(unknown?.key == "PUSHWORKER_KAFKA_NO_SUCH_THING")
+        #expect(unknown?.message.contains("no.such.thing") == true)
+    }
+
+    @Test func tlsFilesThatDoNotExistAreRefusedAtStartup() throws {
+        let missing = Self.error(#"{ kafka: { "security.protocol": "SSL", "ssl.ca.location": "/etc/pushworker/no-such-ca.pem" } }"#)
+        #expect(missing?.key == "kafka.ssl.ca.location")
+        #expect(missing?.message.contains("/etc/pushworker/no-such-ca.pem") == true)
+        #expect(missing?.message.contains("does not exist") == true)
+        let key = Self.error(#"{ consumer: { "ssl.key.location": "/nope/client.key" } }"#)
+        #expect(key?.key == "consumer.ssl.key.location")
+        let fromEnvironment = Self.error("{}", environment: ["PUSHWORKER_KAFKA_SSL_CERTIFICATE_LOCATION": "/nope/client.pem"])
+        #expect(fromEnvironment?.key == "kafka.ssl.certificate.location")
+        let directory = Self.error(#"{ kafka: { "ssl.key.location": "/tmp" } }"#)
+        #expect(directory?.message.contains("directory") == true)
+
+        // Files that exist pass, and `probe` asks librdkafka to search the system's CA locations.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("pushworker-ca-\(UUID().uuidString.prefix(6)).pem")
+        try "-----BEGIN CERTIFICATE-----\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        _ = try Self.load(#"{ kafka: { "security.protocol": "SSL", "ssl.ca.location": "\#(file.path)" } }"#)
+        _ = try Self.load(#"{ kafka: { "security.protocol": "SSL", "ssl.ca.location": "probe" } }"#)
+    }
+
     @Test func httpWorkersTakeSecretsFromTheEnvironmentAndMaskThem() throws {
         let configuration = try Self.load(#"""
             { workers: { refresh: { kind: "http", url: "https://api.example.com/refresh", timeoutMs: 2000,
