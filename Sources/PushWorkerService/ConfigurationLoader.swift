@@ -113,7 +113,7 @@ extension ServiceConfiguration {
         if let value = environment["PUSHWORKER_LOG_FORMAT"], !value.isEmpty { logFormat = try Self.parseFormat(value, key: "PUSHWORKER_LOG_FORMAT") }
         if let value = environment["PUSHWORKER_GROUP_INSTANCE_ID"], !value.isEmpty { consumer["group.instance.id"] = value }
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
-            guard let property = Self.kafkaProperty(forEnvironmentVariable: name) else { continue }
+            guard let property = Self.kafkaProperty(forEnvironmentVariable: name), !value.isEmpty else { continue }
             do {
                 try KafkaConfiguration([property: value]).validate()
             } catch let error as KafkaError {

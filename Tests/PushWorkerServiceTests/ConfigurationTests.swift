@@ -143,7 +143,9 @@ import Testing
             "PUSHWORKER_KAFKA_SASL_USERNAME": "pushworker",
             "PUSHWORKER_KAFKA_SASL_PASSWORD": "from-a-secret",
             "PUSHWORKER_GROUP_INSTANCE_ID": "pushworker-0",
+            "PUSHWORKER_KAFKA_SSL_KEY_PASSWORD": "",  // empty: ignored, as an unset variable
         ])
+        #expect(configuration.kafka["ssl.key.password"] == nil)
         #expect(configuration.kafka["sasl.mechanisms"] == "SCRAM-SHA-512")
         #expect(configuration.kafka["sasl.password"] == "from-a-secret")
         #expect(configuration.consumerProperties["group.instance.id"] == "pushworker-0")
