@@ -186,7 +186,8 @@ extension ServiceConfiguration {
 
     private static func checkWorker(_ spec: WorkerSpec, key: String) throws {
         if case .exec(let arguments, _, _, _) = spec.kind, let program = arguments.first, ExecWorker.resolve(program) == nil {
-            throw ConfigurationError(.invalidValue, key: "\(key).command", "the program '\(program)' is not found or not executable")
+            let location = program.contains("/") ? (program.hasPrefix("/") ? "" : " (relative to the working directory \(FileManager.default.currentDirectoryPath))") : " in PATH"
+            throw ConfigurationError(.invalidValue, key: "\(key).command", "the program '\(program)' is not found or not executable\(location)")
         }
     }
 
@@ -207,6 +208,18 @@ extension ServiceConfiguration {
     private static func parseWorker(_ spec: inout ConfigReader, environment: [String: String]) throws -> WorkerSpec {
         guard let kind = try spec.string("kind") else {
             throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "is required: exec, http or noop")
+        }
+        // Unknown keys first, so a misspelt key is named rather than a "required" key it was meant to be.
+        let common: Set<String> = ["kind", "budgetMs", "maxConcurrent"]
+        let known: Set<String> = switch kind {
+        case "exec": common.union(["command", "env", "workingDirectory", "terminationGraceMs"])
+        case "noop": common.union(["result", "reason", "delayMs"])
+        case "http": common.union(["url", "headers", "headersFromEnv", "timeoutMs"])
+        default: common
+        }
+        if let unknown = spec.keys.first(where: { !known.contains($0) }), ["exec", "noop", "http"].contains(kind) {
+            let hint = known.sorted().filter { $0 != "kind" }.joined(separator: ", ")
+            throw ConfigurationError(.unknownKey, key: spec.path + ".\(unknown)", "is not a key of a \(kind) worker (known: \(hint))")
         }
         let budgetMs = try spec.int("budgetMs", min: 1)
         let maxConcurrent = try spec.int("maxConcurrent", min: 1)
@@ -229,14 +242,19 @@ extension ServiceConfiguration {
             let delay = try spec.int("delayMs", min: 0) ?? 0
             result = WorkerSpec(kind: .noop(result: outcome, reason: reason, delayMs: delay), budgetMs: budgetMs)
         case "http":
-            guard let text = try spec.string("url"), let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-                  scheme == "http" || scheme == "https", url.host != nil else {
+            guard let text = try spec.string("url") else {
                 throw ConfigurationError(.invalidValue, key: spec.path + ".url", "is required for an http worker: an http:// or https:// URL")
+            }
+            guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
+                throw ConfigurationError(.invalidValue, key: spec.path + ".url", "must be an http:// or https:// URL with a host, got '\(text)'")
             }
             var headers = try spec.stringMap("headers") ?? [:]
             for (header, variable) in try spec.stringMap("headersFromEnv") ?? [:] {
-                guard let value = environment[variable], !value.isEmpty else {
+                guard let value = environment[variable] else {
                     throw ConfigurationError(.invalidValue, key: spec.path + ".headersFromEnv.\(header)", "the environment variable \(variable) is not set")
+                }
+                guard !value.isEmpty else {
+                    throw ConfigurationError(.invalidValue, key: spec.path + ".headersFromEnv.\(header)", "the environment variable \(variable) is empty")
                 }
                 headers[header] = value
             }

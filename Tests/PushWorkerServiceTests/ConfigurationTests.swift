@@ -99,6 +99,8 @@ import Testing
         (#"{ workers: { ping: { kind: "http", url: "ftp://x/y" } } }"#, "workers.ping.url"),
         (#"{ workers: { ping: { kind: "http", url: "http://x/y", headersFromEnv: { Authorization: "NO_SUCH_VARIABLE_X" } } } }"#, "workers.ping.headersFromEnv.Authorization"),
         (#"{ workers: { job: { kind: "exec" } } }"#, "workers.job.command"),
+        (#"{ workers: { job: { kind: "exec", comand: ["/bin/true"] } } }"#, "workers.job.comand"),
+        (#"{ workers: { hook: { kind: "http", url: "http://x/y", timeout: 5 } } }"#, "workers.hook.timeout"),
         (#"{ workers: { job: { kind: "exec", command: ["/no/such/program"] } } }"#, "workers.job.command"),
         (#"{ maxInFlight: 0 }"#, "maxInFlight"),
         (#"{ workers: { ping: { kind: "noop", maxConcurrent: 0 } } }"#, "workers.ping.maxConcurrent"),
@@ -112,6 +114,16 @@ import Testing
         let error = Self.error(text)
         #expect(error?.key == key, "\(text)")
         #expect(error?.description.contains(key) == true)
+    }
+
+    @Test func messagesSayWhatIsWrong() {
+        #expect(Self.error(#"{ workers: { h: { kind: "http", url: "ftp://x/y" } } }"#)?.message.contains("got 'ftp://x/y'") == true)
+        #expect(Self.error(#"{ workers: { h: { kind: "http", url: "http://x/y", headersFromEnv: { A: "EMPTY_ONE" } } } }"#,
+                           environment: ["EMPTY_ONE": ""])?.message.contains("is empty") == true)
+        #expect(Self.error(#"{ workers: { j: { kind: "exec", comand: ["/bin/true"] } } }"#)?.message.contains("command") == true,
+                "the message lists the known keys")
+        #expect(Self.error(#"{ workers: { j: { kind: "exec", command: ["no-such-dir/worker.sh"] } } }"#)?.message
+                    .contains("relative to the working directory") == true)
     }
 
     @Test func librdkafkaRefusesUnknownProperties() {

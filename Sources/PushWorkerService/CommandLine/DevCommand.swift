@@ -34,6 +34,8 @@ struct DevCommand {
         Logger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         let logger = Logger(label: "pushworker.dev")
         logger.info("configuration loaded", metadata: ["source": source])
+        // Routes and Swift workers' own settings are checked before anything starts or is printed.
+        let registry = parser.has("broker-only") ? nil : try commandLine.makeRegistry(configuration)
         let cluster = try EmbeddedKafkaCluster(brokers: brokers, logHandler: Logger(label: "pushworker.embedded-cluster").kafkaLogHandler)
         defer { cluster.shutdown() }
         let replication = min(brokers, 3)
@@ -53,7 +55,7 @@ struct DevCommand {
             return
         }
         configuration.kafka["bootstrap.servers"] = cluster.bootstrapServers
-        let service = PushWorkerService(configuration: configuration, registry: try commandLine.makeRegistry(configuration)) { record in
+        let service = PushWorkerService(configuration: configuration, registry: registry) { record in
             Output.line(bytes: record.value ?? [])
         }
         let watcher = SignalWatcher { service.shutdown() }
