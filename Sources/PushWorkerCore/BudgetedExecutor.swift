@@ -14,33 +14,57 @@ public struct ExecutionReport: Sendable {
     public var timedOut: Bool
 }
 
+/// Something that happened to a worker run under its budget, told to the executor's observer.
+public enum BudgetEvent: Sendable, Equatable {
+    /// The run reached its deadline: its task was cancelled and `failed`/`timeout` reported.
+    case timedOut(type: String?, worker: String)
+    /// The worker was still running ``BudgetedExecutor/cancellationGrace`` after its deadline, or finished
+    /// later than that: it ignores cancellation. Told once per run, as soon as it is known (a worker that
+    /// never returns is counted too).
+    case ignoredCancellation(type: String?, worker: String)
+}
+
 /// Runs workers under their budget (contract section 2, rows 6–8).
 ///
 /// The budget counts from the moment the worker starts. At the deadline the worker's task is cancelled and
-/// `failed`/`timeout` is reported at once, whether or not the worker stops; a worker still running a
-/// moment after its deadline is logged as ignoring cancellation and counted in
-/// ``ignoredCancellationCount``.
+/// `failed`/`timeout` is reported at once, whether or not the worker stops; a worker still running
+/// ``cancellationGrace`` after its deadline is logged as ignoring cancellation and counted in
+/// ``ignoredCancellationCount`` (once per run, whether or not it ever returns).
 public final class BudgetedExecutor: Sendable {
     private let timer = DeadlineTimer()
     private let logger: Logger
     private let counters = Counters()
+    private let observer: (@Sendable (BudgetEvent) -> Void)?
 
     private final class Counters: Sendable {
         let ignoredCancellations = Atomic<Int>(0)
         let timeouts = Atomic<Int>(0)
     }
 
+    /// How long a cancelled worker may go on after its deadline before it counts as ignoring cancellation:
+    /// 100 ms.
+    public static let cancellationGrace: Duration = .milliseconds(100)
+
     /// Creates an executor with its deadline thread.
-    public init(logger: Logger = Logger(label: "pushworker.executor")) {
+    /// - Parameters:
+    ///   - logger: where timeouts and ignored cancellations are logged (warning).
+    ///   - observer: told of each ``BudgetEvent`` (for metrics), on the deadline thread or the worker's
+    ///     task. Keep it short; default none.
+    public init(logger: Logger = Logger(label: "pushworker.executor"), observer: (@Sendable (BudgetEvent) -> Void)? = nil) {
         self.logger = logger
+        self.observer = observer
     }
 
     deinit { timer.stop() }
 
-    /// Workers that were still running past their deadline (they ignored cancellation).
+    /// Workers that were still running ``cancellationGrace`` past their deadline (they ignored
+    /// cancellation), counted once per run.
     public var ignoredCancellationCount: Int { counters.ignoredCancellations.load(ordering: .relaxed) }
     /// Runs that reached their deadline.
     public var timeoutCount: Int { counters.timeouts.load(ordering: .relaxed) }
+    /// How long ago the deadline thread last looked for due deadlines (at least every 500 ms when all is
+    /// well), or `nil` once it has ended. A large value means a completion handler blocks that thread.
+    public var sinceDeadlineTimerRound: Duration? { timer.sinceLastRound }
 
     /// Starts `job` on `registered.worker` now, under `registered.budget`, and calls `completion` exactly
     /// once: with the worker's outcome, or at the deadline with `failed`/`timeout`.
@@ -53,19 +77,35 @@ public final class BudgetedExecutor: Sendable {
         let run = WorkerRun()
         let budget = registered.budget
         let deadline = job.deadline
-        let entry = timer.schedule(at: deadline, budget: budget) { [logger, counters] in
+        let ignoredCancellation: @Sendable (_ stillRunning: Bool, _ lateMs: Double) -> Void = { [logger, counters, observer] stillRunning, lateMs in
+            counters.ignoredCancellations.add(1, ordering: .relaxed)
+            observer?(.ignoredCancellation(type: job.type, worker: registered.name))
+            logger.warning(stillRunning ? "worker ignores cancellation: still running after its deadline" : "worker ignored cancellation: it finished after its deadline", metadata: [
+                "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "lateMs": Self.format(lateMs),
+            ])
+        }
+        let entry = timer.schedule(at: deadline, budget: budget) { [timer, logger, counters, observer] in
             guard run.claim() else { return }
             run.cancel()
             counters.timeouts.add(1, ordering: .relaxed)
+            observer?(.timedOut(type: job.type, worker: registered.name))
             let budgetMs = Self.milliseconds(budget)
             logger.warning("worker ran past its budget; cancelled", metadata: [
                 "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "budgetMs": Self.format(budgetMs),
             ])
+            // A worker still running a moment from now ignores cancellation: count it then, even if it never
+            // returns. (Every entry of the grace list is scheduled `cancellationGrace` from now, so the list
+            // stays in deadline order.)
+            _ = timer.schedule(at: .now.advanced(by: Self.cancellationGrace), budget: Self.cancellationGrace) {
+                if run.isRunning && run.flagIgnoredCancellation() {
+                    ignoredCancellation(true, Self.milliseconds(deadline.duration(to: .now)))
+                }
+            }
             completion(ExecutionReport(
                 outcome: .failed(.timeout, detail: "the worker ran past its budget of \(Self.format(budgetMs)) ms"),
                 startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(), durationMs: budgetMs, timedOut: true))
         }
-        let task = Task { [timer, logger, counters] in
+        let task = Task { [timer] in
             let outcome: WorkerOutcome
             do {
                 outcome = try await registered.worker.perform(job)
@@ -73,19 +113,15 @@ public final class BudgetedExecutor: Sendable {
                 outcome = .failed(.workerError, detail: String(describing: error))
             }
             let end = ContinuousClock.now
+            run.markFinished()
             if run.claim() {
                 timer.cancel(entry)
                 completion(ExecutionReport(
                     outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(),
                     durationMs: Self.milliseconds(start.duration(to: end)), timedOut: false))
-            } else {
-                let late = Self.milliseconds(deadline.duration(to: end))
-                if late > 100 {
-                    counters.ignoredCancellations.add(1, ordering: .relaxed)
-                    logger.warning("worker ignored cancellation: it finished after its deadline", metadata: [
-                        "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "lateMs": Self.format(late),
-                    ])
-                }
+            } else if deadline.duration(to: end) > Self.cancellationGrace && run.flagIgnoredCancellation() {
+                // Finished past the grace before the grace check ran (a busy deadline thread).
+                ignoredCancellation(false, Self.milliseconds(deadline.duration(to: end)))
             }
         }
         run.attach(task)
@@ -111,9 +147,26 @@ final class WorkerRun: Sendable {
     private struct State {
         var claimed = false
         var cancelled = false
+        var finished = false
+        var ignoredCancellationCounted = false
         var task: Task<Void, Never>?
     }
     private let state = Mutex(State())
+
+    /// The worker returned (or threw).
+    func markFinished() { state.withLock { $0.finished = true } }
+
+    /// Whether the worker has not returned yet.
+    var isRunning: Bool { state.withLock { !$0.finished } }
+
+    /// Returns true to the first caller only: the run is counted as ignoring cancellation once.
+    func flagIgnoredCancellation() -> Bool {
+        state.withLock { state in
+            if state.ignoredCancellationCounted { return false }
+            state.ignoredCancellationCounted = true
+            return true
+        }
+    }
 
     /// Returns true to the first caller only.
     func claim() -> Bool {
