@@ -42,13 +42,16 @@ public struct KafkaStatistics: Sendable, Equatable {
         public var consumerLag: Int64
         /// `hi_offset`: the partition's high watermark, or -1 when unknown.
         public var highWatermark: Int64
+        /// `lo_offset`: the partition's first offset, or -1 when unknown.
+        public var lowWatermark: Int64
 
         /// Creates a partition entry.
-        public init(topic: String, partition: Int32, consumerLag: Int64, highWatermark: Int64) {
+        public init(topic: String, partition: Int32, consumerLag: Int64, highWatermark: Int64, lowWatermark: Int64 = -1) {
             self.topic = topic
             self.partition = partition
             self.consumerLag = consumerLag
             self.highWatermark = highWatermark
+            self.lowWatermark = lowWatermark
         }
     }
 
@@ -134,7 +137,8 @@ public struct KafkaStatistics: Sendable, Equatable {
                 guard let number = int(partition, "partition"), number >= 0 else { continue }
                 partitions.append(Partition(
                     topic: string(topic, "topic") ?? topicName, partition: Int32(clamping: number),
-                    consumerLag: int64(partition, "consumer_lag") ?? -1, highWatermark: int64(partition, "hi_offset") ?? -1))
+                    consumerLag: int64(partition, "consumer_lag") ?? -1, highWatermark: int64(partition, "hi_offset") ?? -1,
+                    lowWatermark: int64(partition, "lo_offset") ?? -1))
             }
         }
         var group: ConsumerGroup?

@@ -60,7 +60,8 @@ public final class PushWorkerTestHarness: Sendable {
     /// - Parameters:
     ///   - registry: the workers under test.
     ///   - partitions: partitions of the input and results topics (default 2).
-    ///   - configure: changes to the configuration (topic and group names are unique already).
+    ///   - configure: changes to the configuration (topic and group names are unique already; the HTTP
+    ///     server of `/metrics`, `/healthz` and `/readyz` is off unless turned on here).
     /// - Throws: ``KafkaError`` if the cluster or the clients cannot start.
     public static func start(
         registry: WorkerRegistry,
@@ -79,6 +80,10 @@ public final class PushWorkerTestHarness: Sendable {
         configuration.inputTopics = ["pushes-\(suffix)"]
         configuration.resultsTopic = "push-results-\(suffix)"
         configuration.groupId = "pushworker-test-\(suffix)"
+        // Off by default so parallel tests never compete for port 9400; turn it on with
+        // `$0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)` and read the
+        // port from `harness.service.httpServerPort`.
+        configuration.httpServer.enabled = false
         configure(&configuration)
         for topic in configuration.inputTopics + [configuration.resultsTopic] {
             try cluster.createTopic(topic, partitions: partitions)

@@ -107,11 +107,51 @@ import Testing
         (#"{ resultsTopic: "pushes" }"#, "resultsTopic"),
         (#"{ log: { level: "loud" } }"#, "log.level"),
         (#"{ consumer: { "enable.auto.offset.store": true } }"#, "consumer.enable.auto.offset.store"),
+        (#"{ httpServer: { port: 70000 } }"#, "httpServer.port"),
+        (#"{ httpServer: { port: -1 } }"#, "httpServer.port"),
+        (#"{ httpServer: { port: "9400" } }"#, "httpServer.port"),
+        (#"{ httpServer: { enabled: "yes" } }"#, "httpServer.enabled"),
+        (#"{ httpServer: { hots: "0.0.0.0" } }"#, "httpServer.hots"),
+        (#"{ httpServer: { host: "no-such-host.invalid" } }"#, "httpServer.host"),
+        (#"{ httpServer: { host: "" } }"#, "httpServer.host"),
     ])
     func badKeysAreNamed(_ text: String, _ key: String) {
         let error = Self.error(text)
         #expect(error?.key == key, "\(text)")
         #expect(error?.description.contains(key) == true)
+    }
+
+    @Test func httpServerDefaultsFileAndEnvironment() throws {
+        let defaults = try Self.load("{}")
+        #expect(defaults.httpServer == HTTPServerConfiguration(enabled: true, host: "0.0.0.0", port: 9400))
+        // Statistics feed the metrics and readiness: on every 5 s when the server is, unless the user set them.
+        #expect(defaults.consumerProperties["statistics.interval.ms"] == "5000")
+        #expect(defaults.producerProperties["statistics.interval.ms"] == "5000")
+        let own = try Self.load(#"{ kafka: { "statistics.interval.ms": 1000 }, producer: { "statistics.interval.ms": 0 } }"#)
+        #expect(own.consumerProperties["statistics.interval.ms"] == "1000")
+        #expect(own.producerProperties["statistics.interval.ms"] == "0")
+
+        let file = try Self.load(#"{ httpServer: { enabled: false, host: "127.0.0.1", port: 0 } }"#)
+        #expect(file.httpServer == HTTPServerConfiguration(enabled: false, host: "127.0.0.1", port: 0))
+        #expect(file.consumerProperties["statistics.interval.ms"] == nil, "no statistics without the server")
+        #expect(try Self.load(#"{ httpServer: { host: "::1", port: 65535 } }"#).httpServer.port == 65535)
+        #expect(try Self.load(#"{ httpServer: { host: "localhost" } }"#).httpServer.host == "localhost")
+        // A bad host does not matter while the server is off.
+        #expect(try Self.load(#"{ httpServer: { enabled: false, host: "no-such-host.invalid" } }"#).httpServer.enabled == false)
+
+        let environment = try Self.load(#"{ httpServer: { enabled: false } }"#, environment: [
+            "PUSHWORKER_HTTP_ENABLED": "true", "PUSHWORKER_HTTP_HOST": "127.0.0.1", "PUSHWORKER_HTTP_PORT": "0",
+        ])
+        #expect(environment.httpServer == HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0))
+        #expect(try Self.load("{}", environment: ["PUSHWORKER_HTTP_ENABLED": "FALSE"]).httpServer.enabled == false)
+        #expect(Self.error("{}", environment: ["PUSHWORKER_HTTP_PORT": "65536"])?.key == "PUSHWORKER_HTTP_PORT")
+        #expect(Self.error("{}", environment: ["PUSHWORKER_HTTP_PORT": "ninety"])?.key == "PUSHWORKER_HTTP_PORT")
+        #expect(Self.error("{}", environment: ["PUSHWORKER_HTTP_ENABLED": "maybe"])?.key == "PUSHWORKER_HTTP_ENABLED")
+        #expect(Self.error("{}", environment: ["PUSHWORKER_HTTP_HOST": "no-such-host.invalid"])?.key == "httpServer.host")
+
+        let text = file.effectiveDescription()
+        #expect(text.contains(#""httpServer" : {"#))
+        #expect(text.contains(#""port" : 0"#))
     }
 
     @Test func librdkafkaRefusesUnknownProperties() {

@@ -79,6 +79,9 @@ extension ServiceConfiguration {
             "permittedTypes": permittedTypes.map { .array($0.map(JSONValue.string)) } ?? .null,
             "log": .object(["level": .string(logLevel.rawValue), "format": .string(logFormat.rawValue)]),
             "dev": .object(["partitions": .int(Int64(devPartitions))]),
+            "httpServer": .object([
+                "enabled": .bool(httpServer.enabled), "host": .string(httpServer.host), "port": .int(Int64(httpServer.port)),
+            ]),
         ])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
