@@ -46,6 +46,7 @@ import Testing
         #expect(configuration.workers["content-update"]?.kindName == "exec")
         #expect(configuration.workers["slow"]?.budgetMs == 2000)
         #expect(configuration.makeRegistry().route(type: "ping")?.name == "noop:ping")
+        #expect(configuration.httpServer == HTTPServerConfiguration(enabled: true, host: "0.0.0.0", port: 9400))
     }
 
     @Test func json5WithCommentsAndPassThroughProperties() throws {
