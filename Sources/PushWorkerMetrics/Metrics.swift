@@ -80,8 +80,11 @@ public protocol Metric: AnyObject, Sendable {
 /// once per batch. Recording never fails: a call with the wrong number of label values, a negative, NaN or
 /// infinite amount, or a ``Series`` of another metric is ignored.
 public final class Counter: Metric {
+    /// The metric name.
     public let name: String
+    /// The help text.
     public let help: String
+    /// The label names, in order.
     public let labelNames: [String]
     private let cap: ResolvedCap?
     private let table = Mutex(SeriesTable<Double>())
@@ -134,6 +137,7 @@ public final class Counter: Metric {
         table.withLock { table in table.existing(labels).map { table.values[$0] } }
     }
 
+    /// The current samples, series ordered by label values.
     public func snapshot() -> MetricSnapshot {
         let samples = table.withLock { table in
             table.sortedPositions().map { position in
@@ -149,8 +153,11 @@ public final class Counter: Metric {
 /// Every operation takes the gauge's one `Mutex`. A call with the wrong number of label values or a
 /// ``Series`` of another metric is ignored.
 public final class Gauge: Metric {
+    /// The metric name.
     public let name: String
+    /// The help text.
     public let help: String
+    /// The label names, in order.
     public let labelNames: [String]
     private let cap: ResolvedCap?
     /// `nil`: the series is absent (not exported).
@@ -201,6 +208,7 @@ public final class Gauge: Metric {
         table.withLock { table in table.existing(labels).flatMap { table.values[$0] } }
     }
 
+    /// The current samples, series ordered by label values.
     public func snapshot() -> MetricSnapshot {
         let samples = table.withLock { table in
             table.sortedPositions().compactMap { position -> MetricSnapshot.Sample? in
@@ -218,8 +226,11 @@ public final class Gauge: Metric {
 /// Every operation takes the histogram's one `Mutex`. NaN observations, calls with the wrong number of
 /// label values and ``Series`` of another metric are ignored.
 public final class Histogram: Metric {
+    /// The metric name.
     public let name: String
+    /// The help text.
     public let help: String
+    /// The label names, in order.
     public let labelNames: [String]
     /// The bucket upper bounds, strictly increasing, without `+Inf` (always added).
     public let buckets: [Double]
@@ -287,6 +298,7 @@ public final class Histogram: Metric {
         return index
     }
 
+    /// The current samples, series ordered by label values.
     public func snapshot() -> MetricSnapshot {
         let bounds = buckets.map(PrometheusText.formatNumber) + ["+Inf"]
         let samples = table.withLock { table in

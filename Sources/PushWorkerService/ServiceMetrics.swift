@@ -152,15 +152,23 @@ final class ServiceMetrics: Sendable {
         var batch: [Series] = []
         batch.reserveCapacity(keys.count)
         resultSeries.withLock { cache in
+            // Consecutive results mostly share their labels: compare with the previous key before hashing.
+            var previous: (key: ResultKey, series: Series)?
             for key in keys {
+                if let previous, previous.key == key {
+                    batch.append(previous.series)
+                    continue
+                }
                 if let series = cache[key] {
                     batch.append(series)
+                    previous = (key, series)
                     continue
                 }
                 let series = results.series([typeLabel(key.type), key.result.rawValue, key.reason?.rawValue ?? ""])
                 // Types and reasons come from input and workers: remember a bounded number of keys.
                 if cache.count < 4096 { cache[key] = series }
                 batch.append(series)
+                previous = (key, series)
             }
         }
         results.increment(batch)
