@@ -250,11 +250,12 @@ struct MetricsEndpointTests {
         registry.register(type: "ok", worker: ClosureWorker { _ in .newData })
         // onResult runs on the results producer's poll thread: blocking it there wedges that thread.
         let service = PushWorkerService(configuration: configuration, registry: registry, logger: Logger(label: "test"), onResult: { _ in
-            Thread.sleep(forTimeInterval: 2)
-        }, stallThreshold: .milliseconds(500))
+            Thread.sleep(forTimeInterval: 5)
+        }, stallThreshold: .milliseconds(1500))
         let running = Task { try await service.run() }
         let base = "http://127.0.0.1:\(try await HTTPProbe.port(of: service))"
-        #expect(try await HTTPProbe.request(base + "/healthz").status == 200)
+        // (The idle deadline thread wakes every 500 ms: a threshold of 1.5 s leaves it room.)
+        #expect(try await HTTPProbe.eventually(timeout: .seconds(10)) { try await HTTPProbe.request(base + "/healthz").status == 200 })
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
         _ = try await producer.send(KafkaOutgoingRecord(topic: configuration.inputTopics[0], value: Array(Self.silent("ok").utf8)))
         var stuck = (status: 0, body: "", headers: [String: String]())
@@ -266,7 +267,7 @@ struct MetricsEndpointTests {
         #expect(stuck.body.contains(#""consumerLoop":true"#), "\(stuck.body)")
         #expect(stuck.headers["content-type"] == "application/json")
         // Once the callback returns, the thread makes rounds again.
-        #expect(try await HTTPProbe.eventually(timeout: .seconds(10)) { try await HTTPProbe.request(base + "/healthz").status == 200 })
+        #expect(try await HTTPProbe.eventually(timeout: .seconds(20)) { try await HTTPProbe.request(base + "/healthz").status == 200 })
         service.shutdown()
         try await running.value
         await producer.close()
