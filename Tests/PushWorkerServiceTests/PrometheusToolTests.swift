@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import PushWorkerCore
+import PushWorkerKafka
 import PushWorkerService
 import PushWorkerTesting
 import Testing
@@ -65,16 +66,41 @@ struct PrometheusToolTests {
             $0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
             $0.kafka["statistics.interval.ms"] = "500"
         }
-        for index in 0..<records {
-            try await harness.produce(#"{"aps":{"content-available":1},"type":"\#(index % 3 == 0 ? "maybe" : "ping")"}"#)
+        do {
+            let port = try await HTTPProbe.port(of: harness.service)
+            for index in 0..<records {
+                try await harness.produce(#"{"aps":{"content-available":1},"type":"\#(index % 3 == 0 ? "maybe" : "ping")"}"#)
+            }
+            do {
+                _ = try await harness.results(count: records)
+            } catch {
+                // Say what the service saw, from its own metrics.
+                let scrape = (try? await HTTPProbe.request("http://127.0.0.1:\(port)/metrics").body) ?? "(no scrape)"
+                let ready = (try? await HTTPProbe.request("http://127.0.0.1:\(port)/readyz").body) ?? "(no answer)"
+                throw ProbeFailure("\(error); readyz: \(ready); metrics:\n\(scrape.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.contains("_bucket") }.joined(separator: "\n"))")
+            }
+            return (harness, "127.0.0.1:\(port)")
+        } catch {
+            try? await harness.shutdown()
+            throw error
         }
-        _ = try await harness.results(count: records)
-        let port = try await HTTPProbe.port(of: harness.service)
-        return (harness, "127.0.0.1:\(port)")
     }
 
-    /// Runs `tool` with `arguments` and `input` on stdin; returns its status and combined output.
-    static func run(_ tool: String, _ arguments: [String], input: String) throws -> (status: Int32, output: String) {
+    /// Runs `tool` with `arguments` and `input` on stdin; returns its status and combined output. The wait
+    /// happens on a thread of its own, never on the cooperative pool other tests' workers need.
+    static func run(_ tool: String, _ arguments: [String], input: String) async throws -> (status: Int32, output: String) {
+        try await DedicatedThread.run(name: "test-\(tool.split(separator: "/").last ?? "tool")") { try runBlocking(tool, arguments, input: input) }
+    }
+
+    /// Stops a process (SIGTERM) and waits for it on a thread of its own.
+    static func stop(_ process: Process) async {
+        _ = try? await DedicatedThread.run(name: "test-stop") {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+    }
+
+    private static func runBlocking(_ tool: String, _ arguments: [String], input: String) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
         process.arguments = arguments
@@ -103,7 +129,7 @@ struct PrometheusToolTests {
         }
         try await harness.shutdown()
         #expect(body.contains(#"reason="quote\"back\\slash""#), "escaped label values are part of the check")
-        let checked = try Self.run(promtool, ["check", "metrics"], input: body)
+        let checked = try await Self.run(promtool, ["check", "metrics"], input: body)
         #expect(checked.status == 0, "promtool check metrics: \(checked.output)\n\(body)")
         #expect(checked.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "no lint warnings: \(checked.output)")
     }
@@ -138,13 +164,21 @@ struct PrometheusToolTests {
         process.standardOutput = logHandle
         process.standardError = logHandle
         try process.run()
-        defer {
-            if process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
+        do {
+            try await Self.scrapedByPrometheus(process, port: port, log: log)
+        } catch {
+            await Self.stop(process)
             try? logHandle.close()
+            try? await harness.shutdown()
+            throw error
         }
+        await Self.stop(process)
+        try? logHandle.close()
+        try await harness.shutdown()
+    }
+
+    /// Checks what the Prometheus at `port` has scraped from the service.
+    static func scrapedByPrometheus(_ process: Process, port: UInt16, log: URL) async throws {
         let api = "http://127.0.0.1:\(port)/api/v1"
         // Until Prometheus has scraped the service and answers the produced count (explicit limit: 90 s).
         var answer = ""
@@ -162,9 +196,6 @@ struct PrometheusToolTests {
         #expect(health == ["up"], "\(targets.body)")
         let results = try await HTTPProbe.request(api + "/query?query=sum(pushworker_results_total)", timeout: 5)
         #expect(Self.vectorValue(results.body) == Double(Self.records), "\(results.body)")
-        process.terminate()
-        process.waitUntilExit()
-        try await harness.shutdown()
     }
 
     /// The value of the first sample of an instant-vector answer of the HTTP API.
