@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "PushWorkerKafka", targets: ["PushWorkerKafka"]),
         .library(name: "PushWorkerService", targets: ["PushWorkerService"]),
         .library(name: "PushWorkerTesting", targets: ["PushWorkerTesting"]),
+        .library(name: "PushWorkerMetrics", targets: ["PushWorkerMetrics"]),
+        .library(name: "PushWorkerEndpoints", targets: ["PushWorkerEndpoints"]),
     ],
     targets: [
         // librdkafka (Debian/Ubuntu `librdkafka-dev`), including the mock cluster header.
@@ -24,18 +26,30 @@ let package = Package(
             pkgConfig: "libcjson",
             providers: [.apt(["libcjson-dev"]), .brew(["cjson"])]
         ),
-        // All C of librdkafka lives here.
-        .target(name: "PushWorkerKafka", dependencies: ["CRdKafka"]),
+        // libmicrohttpd (Debian/Ubuntu `libmicrohttpd-dev`): the HTTP server of /metrics, /healthz, /readyz.
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"]), .brew(["libmicrohttpd"])]
+        ),
+        // All C of librdkafka lives here (cJSON reads its statistics).
+        .target(name: "PushWorkerKafka", dependencies: ["CRdKafka", "CCJSON"]),
         // Payloads, routing, budgets, results, built-in workers: knows nothing of Kafka.
         .target(name: "PushWorkerCore", dependencies: ["CCJSON"]),
-        // Joins Kafka and the core: the pipeline, configuration and the command line.
-        .target(name: "PushWorkerService", dependencies: ["PushWorkerKafka", "PushWorkerCore"]),
+        // Prometheus metric types and the text exposition format: pure Swift, no dependencies.
+        .target(name: "PushWorkerMetrics"),
+        // All C of libmicrohttpd: a small GET/HEAD endpoint server.
+        .target(name: "PushWorkerEndpoints", dependencies: ["CMicroHTTPD"]),
+        // Joins Kafka and the core: the pipeline, configuration, metrics and health, the command line.
+        .target(name: "PushWorkerService", dependencies: ["PushWorkerKafka", "PushWorkerCore", "PushWorkerMetrics", "PushWorkerEndpoints"]),
         // Testing kit for worker authors.
         .target(name: "PushWorkerTesting", dependencies: ["PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
         .executableTarget(name: "pushworker", dependencies: ["PushWorkerService"]),
         .testTarget(name: "PushWorkerCoreTests", dependencies: ["PushWorkerCore", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerKafkaTests", dependencies: ["PushWorkerKafka"]),
-        .testTarget(name: "PushWorkerServiceTests", dependencies: ["PushWorkerService", "PushWorkerTesting"]),
+        .testTarget(name: "PushWorkerMetricsTests", dependencies: ["PushWorkerMetrics"]),
+        .testTarget(name: "PushWorkerEndpointsTests", dependencies: ["PushWorkerEndpoints"]),
+        .testTarget(name: "PushWorkerServiceTests", dependencies: ["PushWorkerService", "PushWorkerTesting", "PushWorkerMetrics"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerKafka", "PushWorkerTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -10,6 +10,14 @@ public enum Clock {
         return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
     }
 
+    /// The monotonic clock (`CLOCK_MONOTONIC`) in nanoseconds: for heartbeats and ages, never for dates.
+    @inline(__always)
+    public static func monotonicNs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
     /// The wall-clock time, in UNIX milliseconds, of a monotonic instant.
     public static func wallMs(at instant: ContinuousClock.Instant) -> Int64 {
         let offset = ContinuousClock.now.duration(to: instant)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Fires actions at deadlines on one dedicated thread, with O(1) schedule and cancel.
 ///
@@ -36,6 +37,8 @@ final class DeadlineTimer: @unchecked Sendable {
     private var lists: [Duration: List] = [:]
     private var waitingUntil: ContinuousClock.Instant?
     private var stopped = false
+    /// When the thread last looked at its lists (``Clock/monotonicNs()``), 0 once it has ended.
+    private let lastRoundNs = Atomic<Int64>(Clock.monotonicNs())
 
     init() {
         let thread = Thread { [self] in self.loop() }
@@ -62,6 +65,14 @@ final class DeadlineTimer: @unchecked Sendable {
         }
         condition.unlock()
         return entry
+    }
+
+    /// How long ago the thread last looked for due deadlines (it does at least every ``idleWait``, and after
+    /// firing each batch), or `nil` once it has ended. Far above ``idleWait``: an action is stuck.
+    var sinceLastRound: Duration? {
+        let last = lastRoundNs.load(ordering: .relaxed)
+        guard last != 0 else { return nil }
+        return .nanoseconds(max(0, Clock.monotonicNs() - last))
     }
 
     /// Cancels an entry that has not fired. Cancelling a fired or cancelled entry does nothing.
@@ -92,6 +103,7 @@ final class DeadlineTimer: @unchecked Sendable {
     private func loop() {
         condition.lock()
         while !stopped || !lists.isEmpty {
+            lastRoundNs.store(Clock.monotonicNs(), ordering: .relaxed)
             let now = ContinuousClock.now
             var due: [Entry] = []
             var earliest: ContinuousClock.Instant?
@@ -118,6 +130,7 @@ final class DeadlineTimer: @unchecked Sendable {
             _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18))
             waitingUntil = nil
         }
+        lastRoundNs.store(0, ordering: .relaxed)
         condition.unlock()
     }
 }

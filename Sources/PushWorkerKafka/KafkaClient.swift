@@ -11,15 +11,20 @@ final class KafkaCallbacks: Sendable {
     let delivery: (@Sendable (UnsafePointer<rd_kafka_message_t>) -> Void)?
     /// Rebalance callback: set on consumers only. Called on the thread that runs `rd_kafka_consumer_poll`.
     let rebalance: (@Sendable (OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)?
+    /// Statistics reports (`stats_cb`, every `statistics.interval.ms`), parsed. Called on the thread that
+    /// serves the client's main queue: `rd_kafka_poll` for producers, `rd_kafka_consumer_poll` for consumers.
+    let statistics: KafkaStatisticsHandler?
 
     init(
         log: KafkaLogHandler?,
         delivery: (@Sendable (UnsafePointer<rd_kafka_message_t>) -> Void)? = nil,
-        rebalance: (@Sendable (OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)? = nil
+        rebalance: (@Sendable (OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)? = nil,
+        statistics: KafkaStatisticsHandler? = nil
     ) {
         self.log = log
         self.delivery = delivery
         self.rebalance = rebalance
+        self.statistics = statistics
     }
 
     static func from(_ rk: OpaquePointer?) -> KafkaCallbacks? {
@@ -27,6 +32,9 @@ final class KafkaCallbacks: Sendable {
         return Unmanaged<KafkaCallbacks>.fromOpaque(opaque).takeUnretainedValue()
     }
 }
+
+/// Receives librdkafka's statistics reports, parsed (see ``KafkaStatistics``).
+public typealias KafkaStatisticsHandler = @Sendable (KafkaStatistics) -> Void
 
 /// Owns one `rd_kafka_t` (producer or consumer) and destroys it in `deinit`.
 ///
@@ -72,6 +80,14 @@ final class KafkaClient: @unchecked Sendable {
             rd_kafka_conf_set_rebalance_cb(conf) { rk, err, partitions, _ in
                 guard let rk, let callbacks = KafkaCallbacks.from(rk) else { return }
                 callbacks.rebalance?(rk, err, partitions)
+            }
+        }
+        if callbacks.statistics != nil {
+            rd_kafka_conf_set_stats_cb(conf) { rk, json, length, _ in
+                // Returning 0 lets librdkafka free `json`: it is parsed here, in place.
+                guard let json, let callbacks = KafkaCallbacks.from(rk), let handler = callbacks.statistics else { return 0 }
+                if let statistics = KafkaStatistics.parse(chars: UnsafeBufferPointer(start: json, count: length)) { handler(statistics) }
+                return 0
             }
         }
         var errstr = [CChar](repeating: 0, count: 512)

@@ -32,11 +32,14 @@ public final class KafkaConsumer: Sendable {
     ///   - configuration: librdkafka properties, with `bootstrap.servers` and `group.id` at least.
     ///   - logHandler: receives librdkafka's logs and errors.
     ///   - onRebalance: told of assignments, revocations and lost partitions.
+    ///   - onStatistics: receives librdkafka's statistics every `statistics.interval.ms` (when set above 0),
+    ///     on the thread that calls ``poll(timeoutMs:)``. Keep it short.
     /// - Throws: ``KafkaError`` if a property is invalid or the client cannot be created.
     public init(
         configuration: KafkaConfiguration,
         logHandler: KafkaLogHandler? = nil,
-        onRebalance: @escaping @Sendable (KafkaRebalanceEvent) -> Void = { _ in }
+        onRebalance: @escaping @Sendable (KafkaRebalanceEvent) -> Void = { _ in },
+        onStatistics: KafkaStatisticsHandler? = nil
     ) throws {
         let callbacks = KafkaCallbacks(log: logHandler, rebalance: { rk, err, list in
             let partitions = PartitionList.read(list).map(\.topicPartition)
@@ -70,7 +73,7 @@ public final class KafkaConsumer: Sendable {
                 logHandler?(KafkaLogMessage(severity: 3, facility: "REBALANCE", message: "rebalance error: \(String(cString: rd_kafka_err2str(err)))", client: String(cString: rd_kafka_name(rk))))
                 _ = rd_kafka_assign(rk, nil)
             }
-        })
+        }, statistics: onStatistics)
         self.client = try KafkaClient(kind: .consumer, configuration: configuration, callbacks: callbacks)
         // Serve the main queue (logs are on their own threads) through rd_kafka_consumer_poll.
         rd_kafka_poll_set_consumer(client.handle)

@@ -15,6 +15,8 @@ public final class KafkaProducer: Sendable {
     private let reports: DeliveryReportBuffer
     private let state: Mutex<State>
     private let onDelivery: (@Sendable ([KafkaDeliveryReport]) -> Void)?
+    /// When the poll thread last came back from `rd_kafka_poll` (monotonic nanoseconds), 0 once closed.
+    private let lastPollNs = Atomic<Int64>(MonotonicClock.nowNs())
 
     private struct State {
         var nextSendToken: UInt64 = Self.sendTokenBit
@@ -39,11 +41,14 @@ public final class KafkaProducer: Sendable {
     ///   - logHandler: receives librdkafka's logs and errors.
     ///   - onDelivery: receives the delivery reports of records produced with ``produce(_:token:)``, in
     ///     batches, on the poll thread. Keep it short.
+    ///   - onStatistics: receives librdkafka's statistics every `statistics.interval.ms` (when set above 0),
+    ///     on the poll thread. Keep it short.
     /// - Throws: ``KafkaError`` if a property is invalid or the client cannot be created.
     public init(
         configuration: KafkaConfiguration,
         logHandler: KafkaLogHandler? = nil,
-        onDelivery: (@Sendable ([KafkaDeliveryReport]) -> Void)? = nil
+        onDelivery: (@Sendable ([KafkaDeliveryReport]) -> Void)? = nil,
+        onStatistics: KafkaStatisticsHandler? = nil
     ) throws {
         let reports = DeliveryReportBuffer()
         self.reports = reports
@@ -69,7 +74,7 @@ public final class KafkaProducer: Sendable {
                     error: error
                 ))
             }
-        })
+        }, statistics: onStatistics)
         self.client = try KafkaClient(kind: .producer, configuration: configuration, callbacks: callbacks)
         let thread = Thread { [self] in self.pollLoop() }
         thread.name = "pushworker-producer-poll"
@@ -115,6 +120,15 @@ public final class KafkaProducer: Sendable {
                 throw error
             }
         }
+    }
+
+    /// How long ago the poll thread last finished a round (`rd_kafka_poll` for up to 100 ms, then handing
+    /// delivery reports to `onDelivery`), or `nil` once the producer is closed. A value far above 100 ms
+    /// means the thread is stuck (e.g. in `onDelivery`); health checks read it.
+    public var sinceLastPoll: Duration? {
+        let last = lastPollNs.load(ordering: .relaxed)
+        guard last != 0 else { return nil }
+        return .nanoseconds(max(0, MonotonicClock.nowNs() - last))
     }
 
     /// The number of records and requests librdkafka still holds (`rd_kafka_outq_len`).
@@ -231,6 +245,7 @@ public final class KafkaProducer: Sendable {
             case .running:
                 rd_kafka_poll(client.handle, 100)
                 dispatchReports()
+                lastPollNs.store(MonotonicClock.nowNs(), ordering: .relaxed)
             case .closing(let timeoutMs, let continuation):
                 rd_kafka_flush(client.handle, Int32(timeoutMs))
                 dispatchReports()
@@ -243,6 +258,7 @@ public final class KafkaProducer: Sendable {
                 for waiter in abandoned {
                     waiter.resume(returning: .failure(KafkaError(.timedOut, "the producer closed before the record was acknowledged")))
                 }
+                lastPollNs.store(0, ordering: .relaxed)
                 continuation.resume(returning: left)
                 return
             case .closed:
@@ -287,4 +303,14 @@ final class DeliveryReportBuffer: Sendable {
         var topicName = ""
     }
     let state = Mutex(State())
+}
+
+/// The monotonic clock (`CLOCK_MONOTONIC`) in nanoseconds, cheap enough for per-round heartbeats.
+enum MonotonicClock {
+    @inline(__always)
+    static func nowNs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PushWorkerCore
+import PushWorkerEndpoints
 import PushWorkerKafka
 
 extension ServiceConfiguration {
@@ -12,6 +13,9 @@ extension ServiceConfiguration {
         ("PUSHWORKER_MAX_IN_FLIGHT", "maxInFlight"),
         ("PUSHWORKER_LOG_LEVEL", "log.level"),
         ("PUSHWORKER_LOG_FORMAT", "log.format"),
+        ("PUSHWORKER_HTTP_ENABLED", "httpServer.enabled (true or false)"),
+        ("PUSHWORKER_HTTP_HOST", "httpServer.host"),
+        ("PUSHWORKER_HTTP_PORT", "httpServer.port (0 = any free port)"),
         ("PUSHWORKER_GROUP_INSTANCE_ID", "consumer.\"group.instance.id\" (static membership, e.g. the pod name)"),
         ("PUSHWORKER_KAFKA_<NAME>", "kafka.\"<name>\": any librdkafka property, upper-case with '_' for '.' (e.g. PUSHWORKER_KAFKA_SASL_PASSWORD)"),
     ]
@@ -79,6 +83,12 @@ extension ServiceConfiguration {
             if let value = try log.string("format") { logFormat = try Self.parseFormat(value, key: "log.format") }
             try log.finish()
         }
+        if var http = try reader.object("httpServer") {
+            if let value = try http.bool("enabled") { httpServer.enabled = value }
+            if let value = try http.string("host") { httpServer.host = value }
+            if let value = try http.int("port", min: 0, max: 65_535) { httpServer.port = value }
+            try http.finish()
+        }
         if var dev = try reader.object("dev") {
             if let value = try dev.int("partitions", min: 1) { devPartitions = value }
             try dev.finish()
@@ -111,6 +121,20 @@ extension ServiceConfiguration {
         }
         if let value = environment["PUSHWORKER_LOG_LEVEL"], !value.isEmpty { logLevel = try Self.parseLevel(value, key: "PUSHWORKER_LOG_LEVEL") }
         if let value = environment["PUSHWORKER_LOG_FORMAT"], !value.isEmpty { logFormat = try Self.parseFormat(value, key: "PUSHWORKER_LOG_FORMAT") }
+        if let value = environment["PUSHWORKER_HTTP_ENABLED"], !value.isEmpty {
+            switch value.lowercased() {
+            case "true", "1", "yes": httpServer.enabled = true
+            case "false", "0", "no": httpServer.enabled = false
+            default: throw ConfigurationError(.invalidValue, key: "PUSHWORKER_HTTP_ENABLED", "must be true or false, got '\(value)'")
+            }
+        }
+        if let value = environment["PUSHWORKER_HTTP_HOST"], !value.isEmpty { httpServer.host = value }
+        if let value = environment["PUSHWORKER_HTTP_PORT"], !value.isEmpty {
+            guard let number = Int(value), (0...65_535).contains(number) else {
+                throw ConfigurationError(.invalidValue, key: "PUSHWORKER_HTTP_PORT", "must be a port number from 0 to 65535 (0 = any free port), got '\(value)'")
+            }
+            httpServer.port = number
+        }
         if let value = environment["PUSHWORKER_GROUP_INSTANCE_ID"], !value.isEmpty { consumer["group.instance.id"] = value }
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
             guard let property = Self.kafkaProperty(forEnvironmentVariable: name), !value.isEmpty else { continue }
@@ -176,6 +200,14 @@ extension ServiceConfiguration {
                 try properties.validate()
             } catch let error as KafkaError {
                 throw ConfigurationError(.kafkaProperty, key: section == "consumer" ? "kafka/consumer" : "kafka/producer", error.message)
+            }
+        }
+        if httpServer.enabled {
+            do {
+                _ = try EndpointAddress.resolve(host: httpServer.host, port: UInt16(clamping: httpServer.port))
+            } catch {
+                throw ConfigurationError(.invalidValue, key: "httpServer.host",
+                    "'\(httpServer.host)' is not an IPv4/IPv6 address and does not resolve; use e.g. 0.0.0.0, 127.0.0.1 or :: (set in the file or PUSHWORKER_HTTP_HOST)")
             }
         }
         for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
@@ -306,6 +338,20 @@ struct ConfigReader {
             throw ConfigurationError(.invalidValue, key: key(name), "must be an integer of at least \(min)")
         }
         return Int(number)
+    }
+
+    mutating func int(_ name: String, min: Int, max: Int) throws -> Int? {
+        guard let value = value(name) else { return nil }
+        guard case .int(let number) = value, number >= min, number <= max else {
+            throw ConfigurationError(.invalidValue, key: key(name), "must be an integer from \(min) to \(max)")
+        }
+        return Int(number)
+    }
+
+    mutating func bool(_ name: String) throws -> Bool? {
+        guard let value = value(name) else { return nil }
+        guard case .bool(let flag) = value else { throw ConfigurationError(.invalidValue, key: key(name), "must be true or false") }
+        return flag
     }
 
     mutating func stringList(_ name: String) throws -> [String]? {

@@ -21,13 +21,17 @@ final class ConsumerLoop: Sendable {
     private let drainTimeoutMs: Int
     private let logger: Logger
     private let statistics: @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
+    private let metrics: ServiceMetrics
+    /// When the consumer thread last made progress (``Clock/monotonicNs()``): each poll round, each step of
+    /// a drain. 0 once ``run(until:)`` has returned.
+    private let heartbeatNs = Atomic<Int64>(Clock.monotonicNs())
 
     /// The most records handed to the dispatcher at once.
     static let batchSize = 2048
 
     init(
         consumer: KafkaConsumer, dispatcher: JobDispatcher, publisher: ResultPublisher, tracker: OffsetTracker,
-        maxBuffered: Int, drainTimeoutMs: Int, logger: Logger,
+        maxBuffered: Int, drainTimeoutMs: Int, logger: Logger, metrics: ServiceMetrics,
         statistics: @escaping @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
     ) {
         self.consumer = consumer
@@ -38,17 +42,31 @@ final class ConsumerLoop: Sendable {
         self.drainTimeoutMs = drainTimeoutMs
         self.logger = logger
         self.statistics = statistics
+        self.metrics = metrics
     }
+
+    /// How long ago the consumer thread last made progress, or `nil` once the loop has ended. It polls with
+    /// a 100 ms timeout, so anything above a few seconds means the thread is stuck.
+    var sinceLastRound: Duration? {
+        let last = heartbeatNs.load(ordering: .relaxed)
+        guard last != 0 else { return nil }
+        return .nanoseconds(max(0, Clock.monotonicNs() - last))
+    }
+
+    @inline(__always)
+    private func beat() { heartbeatNs.store(Clock.monotonicNs(), ordering: .relaxed) }
 
     /// Polls until `shouldStop` returns true, then stops taking records and waits (still serving the
     /// consumer) for running jobs to finish or reach their deadline. Blocking: dedicated thread only.
     /// - Throws: ``KafkaError/Code/fatal`` on a fatal consumer error.
     func run(until shouldStop: () -> Bool) throws {
+        defer { heartbeatNs.store(0, ordering: .relaxed) }
         var batch: [InputRecord] = []
         var taken: [(TopicPartition, Int64)] = []
         batch.reserveCapacity(Self.batchSize)
         taken.reserveCapacity(Self.batchSize)
         while !shouldStop() {
+            beat()
             var timeout: Int32 = 100
             while batch.count < Self.batchSize, let record = try consumer.poll(timeoutMs: timeout) {
                 timeout = 0
@@ -66,6 +84,7 @@ final class ConsumerLoop: Sendable {
                 tracker.track(taken)
                 dispatcher.submit(batch)
                 statistics { $0.recordsConsumed += count }
+                metrics.recordsConsumed.increment(by: Double(count))
                 batch.removeAll(keepingCapacity: true)
                 taken.removeAll(keepingCapacity: true)
             }
@@ -113,6 +132,7 @@ final class ConsumerLoop: Sendable {
         }
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(drainTimeoutMs))
         while dispatcher.runningCount > 0 && ContinuousClock.now < deadline {
+            beat()
             _ = try? consumer.poll(timeoutMs: 20)
         }
     }
@@ -125,6 +145,7 @@ final class ConsumerLoop: Sendable {
     /// Handles a rebalance, on the thread serving the consumer.
     func rebalanced(_ event: KafkaRebalanceEvent) {
         statistics { $0.rebalances += 1 }
+        metrics.rebalanced(event)
         switch event {
         case .assigned(let partitions):
             let paused = state.withLock { state -> Bool in
@@ -139,6 +160,7 @@ final class ConsumerLoop: Sendable {
             takeBack(partitions)
             let deadline = ContinuousClock.now.advanced(by: .milliseconds(drainTimeoutMs))
             while !tracker.settled(partitions) && ContinuousClock.now < deadline {
+                beat()
                 publisher.retryBacklog()
                 Thread.sleep(forTimeInterval: 0.005)
             }

@@ -1,6 +1,8 @@
 import Foundation
 import PushWorkerCore
+import PushWorkerEndpoints
 import PushWorkerKafka
+import PushWorkerMetrics
 import Synchronization
 
 /// The pushworker service: consumes pushes in a consumer group, validates and routes them, runs workers
@@ -10,14 +12,20 @@ import Synchronization
 /// ``run()`` returns after ``shutdown()``: it stops taking records, lets running jobs finish or reach their
 /// deadline, delivers their results, commits, and leaves the group. Records taken but not yet started are
 /// not run; their offsets are not committed, so the group reads them again.
+///
+/// While ``run()`` runs, and when ``ServiceConfiguration/httpServer`` is enabled, an HTTP server serves
+/// `/metrics` (Prometheus text format), `/healthz` (liveness) and `/readyz` (readiness); see the README's
+/// "Metrics and health".
 public final class PushWorkerService: Sendable {
     private let configuration: ServiceConfiguration
     private let registry: WorkerRegistry
     private let logger: Logger
     private let onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?
+    private let stallThreshold: Duration
     private let stopRequested = Atomic<Bool>(false)
     private let consumerBox = Mutex<KafkaConsumer?>(nil)
     private let publisherBox = Mutex<ResultPublisher?>(nil)
+    private let serverBox = Mutex<EndpointServer?>(nil)
     private let statistics = Mutex(Statistics())
 
     /// Counters of a running service.
@@ -39,17 +47,28 @@ public final class PushWorkerService: Sendable {
     ///   - configuration: the Kafka settings, topics, bounds and configured workers.
     ///   - registry: the workers by `type`; `nil` for the configured ones (``ServiceConfiguration/makeRegistry()``).
     ///   - logger: the service's logger.
-    ///   - onResult: told of each result record once the broker has acknowledged it (used by `dev`).
-    public init(
+    ///   - onResult: told of each result record once the broker has acknowledged it (used by `dev`), on the
+    ///     results producer's poll thread: keep it short (a blocked thread fails `/healthz`).
+    public convenience init(
         configuration: ServiceConfiguration,
         registry: WorkerRegistry? = nil,
         logger: Logger = Logger(label: "pushworker"),
         onResult: (@Sendable (KafkaOutgoingRecord) -> Void)? = nil
     ) {
+        self.init(configuration: configuration, registry: registry, logger: logger, onResult: onResult, stallThreshold: ServiceHealth.stallThreshold)
+    }
+
+    /// Creates a service whose liveness fails after `stallThreshold` without a round of one of its threads
+    /// (tests use a short one).
+    init(
+        configuration: ServiceConfiguration, registry: WorkerRegistry?, logger: Logger,
+        onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?, stallThreshold: Duration
+    ) {
         self.configuration = configuration
         self.registry = registry ?? configuration.makeRegistry()
         self.logger = logger
         self.onResult = onResult
+        self.stallThreshold = stallThreshold
     }
 
     /// A snapshot of the counters.
@@ -66,21 +85,86 @@ public final class PushWorkerService: Sendable {
         consumerBox.withLock { $0 }?.wakeUp()
     }
 
+    /// The address of the running HTTP server (`host:port`, the bound port when 0 was configured), or `nil`
+    /// when it is disabled or the service is not running.
+    public var httpServerAddress: String? { serverBox.withLock { $0 }?.address.description }
+
+    /// The port of the running HTTP server, or `nil` when it is disabled or the service is not running.
+    public var httpServerPort: UInt16? { serverBox.withLock { $0 }?.port }
+
     /// Runs the service until ``shutdown()``; all blocking Kafka calls run on dedicated threads.
-    /// - Throws: ``KafkaError`` if the clients cannot be created or a fatal client error happens.
+    ///
+    /// The HTTP server (when enabled) starts first and stops when the service has left the group.
+    /// - Throws: ``EndpointServerError`` if the HTTP server cannot listen (e.g. its port is in use; the
+    ///   message names the port and the settings to change), ``KafkaError`` if the clients cannot be created
+    ///   or a fatal client error happens.
     public func run() async throws {
-        let tracker = OffsetTracker()
-        let executor = BudgetedExecutor(logger: Logger(label: "pushworker.executor"))
-        let kafkaLog = Logger(label: "pushworker.librdkafka").kafkaLogHandler
-        let drainTimeoutMs = configuration.effectiveDrainTimeoutMs
-        let rebalance = RebalanceRelay()
-        let consumer = try KafkaConsumer(configuration: configuration.consumerProperties, logHandler: kafkaLog) { event in
-            rebalance.handler?(event)
+        let reset = configuration.consumerProperties["auto.offset.reset"] ?? "latest"
+        let metrics = try ServiceMetrics(registeredTypes: registry.types, startsAtEarliest: ["earliest", "smallest", "beginning"].contains(reset))
+        let health = HealthRelay()
+        if configuration.httpServer.enabled {
+            let server = try startHTTPServer(metrics: metrics, health: health)
+            serverBox.withLock { $0 = server }
         }
+        do {
+            try await runPipeline(metrics: metrics, health: health)
+        } catch {
+            await stopHTTPServer()
+            throw error
+        }
+        await stopHTTPServer()
+    }
+
+    private func startHTTPServer(metrics: ServiceMetrics, health: HealthRelay) throws -> EndpointServer {
+        let settings = configuration.httpServer
+        let httpLogger = Logger(label: "pushworker.http")
+        let server: EndpointServer
+        do {
+            server = try EndpointServer(host: settings.host, port: UInt16(clamping: settings.port), routes: [
+                "/metrics": { _ in
+                    EndpointResponse(status: 200, contentType: MetricsRegistry.contentType, body: Array(metrics.registry.exposition().utf8))
+                },
+                "/healthz": { _ in health.current?.liveness() ?? EndpointResponse(status: 200, text: "ok\n") },
+                "/readyz": { _ in
+                    health.current?.readiness() ?? EndpointResponse(status: 503, contentType: "application/json", body: Array(
+                        #"{"ready":false,"checks":{"broker":false,"group":false,"assigned":false,"serving":true}}"#.utf8 + [0x0A]))
+                },
+            ], logHandler: { message in httpLogger.warning("libmicrohttpd: \(message)") })
+        } catch let error where error.code == .addressInUse {
+            throw EndpointServerError(.addressInUse, host: error.host, port: error.port,
+                "cannot start the HTTP server: port \(error.port) on \(error.host) is already in use; choose another port with httpServer.port in the config file or PUSHWORKER_HTTP_PORT (0 = any free port), or turn the server off with httpServer.enabled: false (PUSHWORKER_HTTP_ENABLED=false)")
+        } catch {
+            throw EndpointServerError(error.code, host: error.host, port: error.port,
+                "cannot start the HTTP server on \(settings.host):\(settings.port): \(error.message); check httpServer.host / httpServer.port (PUSHWORKER_HTTP_HOST / PUSHWORKER_HTTP_PORT)")
+        }
+        logger.info("http server listening on http://\(server.address) (/metrics, /healthz, /readyz)")
+        return server
+    }
+
+    private func stopHTTPServer() async {
+        guard let server = serverBox.withLock({ server -> EndpointServer? in
+            defer { server = nil }
+            return server
+        }) else { return }
+        // MHD_stop_daemon joins the server's thread: keep that wait off the cooperative pool.
+        _ = try? await DedicatedThread.run(name: "pushworker-http-stop") { server.stop() }
+    }
+
+    private func runPipeline(metrics: ServiceMetrics, health: HealthRelay) async throws {
+        let tracker = OffsetTracker()
+        let executor = BudgetedExecutor(logger: Logger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
+        let kafkaLog = Logger(label: "pushworker.librdkafka").kafkaLogHandler
+        let drainTimeoutMs = configuration.drainTimeoutMs(for: registry)
+        let rebalance = RebalanceRelay()
+        let consumer = try KafkaConsumer(configuration: configuration.consumerProperties, logHandler: kafkaLog, onRebalance: { event in
+            rebalance.handler?(event)
+        }, onStatistics: { statistics in
+            metrics.statistics(statistics, client: .consumer)
+        })
         let storeLogger = logger
         let publisher = try ResultPublisher(
             properties: configuration.producerProperties, resultsTopic: configuration.resultsTopic, tracker: tracker,
-            logger: logger, logHandler: kafkaLog,
+            logger: logger, logHandler: kafkaLog, metrics: metrics,
             storeOffsets: { offsets in
                 for (tp, error) in consumer.storeOffsets(offsets) {
                     storeLogger.debug("offset not stored (partition no longer assigned)", metadata: ["partition": "\(tp)", "error": error.message])
@@ -93,13 +177,25 @@ public final class PushWorkerService: Sendable {
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
             maxInFlight: configuration.maxInFlight, executor: executor) { result in
+                if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
                 publisher.publish(result)
             }
         let loop = ConsumerLoop(
             consumer: consumer, dispatcher: dispatcher, publisher: publisher, tracker: tracker,
-            maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs, logger: logger,
+            maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs, logger: logger, metrics: metrics,
             statistics: { [self] change in self.statistics.withLock { change(&$0) } })
         rebalance.handler = { event in loop.rebalanced(event) }
+        // Weak: the metrics outlive nothing of the pipeline (the publisher holds the metrics).
+        metrics.registry.onCollect { [weak metrics, weak dispatcher, weak tracker, weak publisher] in
+            guard let metrics, let dispatcher, let tracker, let publisher else { return }
+            metrics.jobsInFlight.set(Double(dispatcher.runningCount))
+            metrics.recordsBuffered.set(Double(tracker.outstanding))
+            metrics.resultsWaiting.set(Double(publisher.unacknowledged))
+        }
+        health.current = ServiceHealth(
+            loop: loop, publisher: publisher, executor: executor, metrics: metrics, stallThreshold: stallThreshold,
+            statisticsIntervalMs: Int(configuration.consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
+            stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         consumerBox.withLock { $0 = consumer }
         publisherBox.withLock { $0 = publisher }
         do {
@@ -145,6 +241,16 @@ public final class PushWorkerService: Sendable {
         rebalance.handler = nil
         logger.info("stopped", metadata: ["resultsDelivered": String(currentStatistics.resultsDelivered)])
         if let failure { throw failure }
+    }
+}
+
+/// Lets the HTTP server, started before the pipeline, reach the pipeline's health checks.
+final class HealthRelay: Sendable {
+    private let health = Mutex<ServiceHealth?>(nil)
+    /// The checks, or `nil` while the pipeline is being built.
+    var current: ServiceHealth? {
+        get { health.withLock { $0 } }
+        set { health.withLock { $0 = newValue } }
     }
 }
 

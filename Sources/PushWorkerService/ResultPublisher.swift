@@ -13,6 +13,8 @@ final class ResultPublisher: Sendable {
         var source: TopicPartition
         var offset: Int64
         var failures: Int
+        /// The result's labels in `pushworker_results_total`, counted once acknowledged.
+        var labels: ResultKey
     }
 
     private struct State {
@@ -27,6 +29,7 @@ final class ResultPublisher: Sendable {
     private let resultsTopic: String
     private let tracker: OffsetTracker
     private let logger: Logger
+    private let metrics: ServiceMetrics
     private let retries = Atomic<Int>(0)
 
     /// Creates the publisher and its producer.
@@ -39,17 +42,21 @@ final class ResultPublisher: Sendable {
         tracker: OffsetTracker,
         logger: Logger,
         logHandler: @escaping KafkaLogHandler,
+        metrics: ServiceMetrics,
         storeOffsets: @escaping @Sendable ([TopicPartitionOffset]) -> Void,
         onDelivered: (@Sendable (KafkaOutgoingRecord) -> Void)?
     ) throws {
         self.resultsTopic = resultsTopic
         self.tracker = tracker
         self.logger = logger
+        self.metrics = metrics
         let box = ProducerBox()
         self.producer = box
-        box.producer = try KafkaProducer(configuration: properties, logHandler: logHandler) { [weak box] reports in
+        box.producer = try KafkaProducer(configuration: properties, logHandler: logHandler, onDelivery: { [weak box] reports in
             box?.handler?(reports)
-        }
+        }, onStatistics: { statistics in
+            metrics.statistics(statistics, client: .producer)
+        })
         box.handler = { [unowned self] reports in
             self.delivered(reports, storeOffsets: storeOffsets, onDelivered: onDelivered)
         }
@@ -63,12 +70,15 @@ final class ResultPublisher: Sendable {
         let outgoing = Outgoing(
             record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),
             source: TopicPartition(topic: result.source.topic, partition: result.source.partition),
-            offset: result.source.offset, failures: 0)
+            offset: result.source.offset, failures: 0, labels: ResultKey(result))
         send(outgoing, fromBacklog: false)
     }
 
     /// Results produced again after librdkafka reported them undelivered.
     var retryCount: Int { retries.load(ordering: .relaxed) }
+
+    /// How long ago the producer's poll thread last finished a round, or `nil` once closed (for liveness).
+    var sinceLastPoll: Duration? { producer.producer?.sinceLastPoll }
 
     /// Results produced or waiting in the backlog, not yet acknowledged.
     var unacknowledged: Int { state.withLock { $0.inFlight.count + $0.backlog.count } }
@@ -134,6 +144,8 @@ final class ResultPublisher: Sendable {
     ) {
         var acknowledged: [(TopicPartition, Int64)] = []
         acknowledged.reserveCapacity(reports.count)
+        var labels: [ResultKey] = []
+        labels.reserveCapacity(reports.count)
         var failed: [(Outgoing, KafkaError)] = []
         var records: [KafkaOutgoingRecord] = []
         state.withLock { state in
@@ -144,6 +156,7 @@ final class ResultPublisher: Sendable {
                     failed.append((outgoing, error))
                 } else {
                     acknowledged.append((outgoing.source, outgoing.offset))
+                    labels.append(outgoing.labels)
                     if onDelivered != nil { records.append(outgoing.record) }
                 }
             }
@@ -151,10 +164,12 @@ final class ResultPublisher: Sendable {
         if !acknowledged.isEmpty {
             let moved = tracker.complete(acknowledged)
             if !moved.isEmpty { storeOffsets(moved) }
+            metrics.resultsAcknowledged(labels)
         }
         if let onDelivered { records.forEach(onDelivered) }
         if let (_, error) = failed.first {
             retries.add(failed.count, ordering: .relaxed)
+            metrics.deliveryRetries.increment(by: Double(failed.count))
             logFailure("\(failed.count) result(s) not delivered; producing them again", error)
             state.withLock { $0.backlog.append(contentsOf: failed.map(\.0)) }
         }

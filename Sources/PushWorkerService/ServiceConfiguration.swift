@@ -46,6 +46,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var logFormat: Logger.Format = .text
     /// The embedded cluster of `pushworker dev`: partitions per input topic (default 4).
     public var devPartitions = 4
+    /// The HTTP server of `/metrics`, `/healthz` and `/readyz` (`httpServer`): enabled on 0.0.0.0:9400 by
+    /// default.
+    public var httpServer = HTTPServerConfiguration()
 
     /// The built-in defaults (contract section 5).
     public init() {}
@@ -66,29 +69,46 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// The consumer's librdkafka properties: ``kafka``, then pushworker's own defaults (a user's setting
     /// wins), then ``consumer``. pushworker sets `group.id`, `enable.auto.offset.store=false` (offsets
     /// are stored only once results are acknowledged), `auto.offset.reset=earliest` (a new group starts
-    /// at the beginning, so no push is skipped) and `partition.assignment.strategy=cooperative-sticky`.
+    /// at the beginning, so no push is skipped), `partition.assignment.strategy=cooperative-sticky`, and,
+    /// when the HTTP server is enabled, `statistics.interval.ms=5000` (metrics and readiness read them).
     public var consumerProperties: KafkaConfiguration {
         var properties = kafka.merging(consumer)
         properties["group.id"] = groupId
         properties["enable.auto.offset.store"] = "false"
         properties.setDefault("auto.offset.reset", "earliest")
         properties.setDefault("partition.assignment.strategy", "cooperative-sticky")
+        if httpServer.enabled { properties.setDefault("statistics.interval.ms", Self.defaultStatisticsIntervalMs) }
         return properties
     }
 
     /// The results producer's librdkafka properties: ``kafka``, `enable.idempotence=true` unless set,
-    /// then ``producer``.
+    /// `statistics.interval.ms=5000` unless set when the HTTP server is enabled, then ``producer``.
     public var producerProperties: KafkaConfiguration {
         var properties = kafka.merging(producer)
         properties.setDefault("enable.idempotence", "true")
+        if httpServer.enabled { properties.setDefault("statistics.interval.ms", Self.defaultStatisticsIntervalMs) }
         return properties
     }
 
-    /// How long drains wait (see ``drainTimeoutMs``), in milliseconds.
+    /// librdkafka's statistics interval pushworker sets when the HTTP server is enabled and the user did not.
+    static let defaultStatisticsIntervalMs = "5000"
+
+    /// How long drains wait (see ``drainTimeoutMs``), in milliseconds, counting the configured workers'
+    /// budgets only; ``drainTimeoutMs(for:)`` also counts Swift workers'.
     public var effectiveDrainTimeoutMs: Int {
         if let drainTimeoutMs { return drainTimeoutMs }
         let budgets = workers.values.map { $0.budgetMs ?? defaultBudgetMs } + [defaultWorker?.budgetMs ?? defaultBudgetMs, defaultBudgetMs]
         return (budgets.max() ?? defaultBudgetMs) + 10_000
+    }
+
+    /// How long shutdown and revocation drains wait for running jobs, in milliseconds: ``drainTimeoutMs``
+    /// when set, else the largest budget of any worker in `registry` (configured or registered in Swift)
+    /// plus 10 s, so that a running job of any type can finish or reach its deadline.
+    public func drainTimeoutMs(for registry: WorkerRegistry) -> Int {
+        if let drainTimeoutMs { return drainTimeoutMs }
+        let largest = registry.largestBudget.components
+        let largestMs = Int(largest.seconds) * 1000 + Int(largest.attoseconds / 1_000_000_000_000_000)
+        return max(effectiveDrainTimeoutMs, largestMs + 10_000)
     }
 
     /// Checks the workers registered for this deployment (configured and Swift ones) against
@@ -109,4 +129,25 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
     /// The bootstrap servers in effect.
     public var bootstrapServers: String { kafka["bootstrap.servers"] ?? "" }
+}
+
+/// The HTTP server of `/metrics`, `/healthz` and `/readyz` (configuration key `httpServer`).
+public struct HTTPServerConfiguration: Sendable, Equatable {
+    /// Whether the service serves the endpoints. Default `true` (env `PUSHWORKER_HTTP_ENABLED`).
+    public var enabled = true
+    /// The address to listen on: an IPv4/IPv6 literal or a resolvable name. Default `0.0.0.0` (every IPv4
+    /// interface; env `PUSHWORKER_HTTP_HOST`).
+    public var host = "0.0.0.0"
+    /// The TCP port, 0–65535; 0 picks a free port. Default 9400 (env `PUSHWORKER_HTTP_PORT`).
+    public var port = 9400
+
+    /// The defaults: enabled on 0.0.0.0:9400.
+    public init() {}
+
+    /// Creates a configuration.
+    public init(enabled: Bool, host: String = "0.0.0.0", port: Int = 9400) {
+        self.enabled = enabled
+        self.host = host
+        self.port = port
+    }
 }

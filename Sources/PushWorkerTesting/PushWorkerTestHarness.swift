@@ -60,7 +60,8 @@ public final class PushWorkerTestHarness: Sendable {
     /// - Parameters:
     ///   - registry: the workers under test.
     ///   - partitions: partitions of the input and results topics (default 2).
-    ///   - configure: changes to the configuration (topic and group names are unique already).
+    ///   - configure: changes to the configuration (topic and group names are unique already; the HTTP
+    ///     server of `/metrics`, `/healthz` and `/readyz` is off unless turned on here).
     /// - Throws: ``KafkaError`` if the cluster or the clients cannot start.
     public static func start(
         registry: WorkerRegistry,
@@ -79,6 +80,10 @@ public final class PushWorkerTestHarness: Sendable {
         configuration.inputTopics = ["pushes-\(suffix)"]
         configuration.resultsTopic = "push-results-\(suffix)"
         configuration.groupId = "pushworker-test-\(suffix)"
+        // Off by default so parallel tests never compete for port 9400; turn it on with
+        // `$0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)` and read the
+        // port from `harness.service.httpServerPort`.
+        configuration.httpServer.enabled = false
         configure(&configuration)
         for topic in configuration.inputTopics + [configuration.resultsTopic] {
             try cluster.createTopic(topic, partitions: partitions)
@@ -122,7 +127,10 @@ public final class PushWorkerTestHarness: Sendable {
     /// Every result acknowledged so far.
     public var receivedResults: [ReceivedResult] { collected.all }
 
-    /// The group's committed offsets for the input partitions (`rd_kafka_committed`), by partition.
+    /// The group's committed offsets for the input partitions (`rd_kafka_committed`), by partition:
+    /// the next offset to read, or -1001 (librdkafka's `RD_KAFKA_OFFSET_INVALID`) when nothing is committed
+    /// yet. Offsets are committed shortly after their results are acknowledged (librdkafka's
+    /// `auto.commit.interval.ms`, 5 s by default), so poll for the value you expect.
     public func committedOffsets() async throws -> [Int32: Int64] {
         let configuration = self.configuration
         let partitions = try await DedicatedThread.run(name: "harness-committed") { () throws -> [TopicPartitionOffset] in

@@ -1,4 +1,8 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import PushWorkerTesting
 import Testing
 
 /// The built executable driven end to end through `Process`, as users run it.
@@ -10,7 +14,9 @@ struct CommandLineTests {
         return path
     }
 
-    static func config(suffix: String, workers: String, extra: String = "") -> String {
+    /// A configuration with unique names. The HTTP server is off unless `http` says otherwise, so that
+    /// services of tests running in parallel never compete for port 9400.
+    static func config(suffix: String, workers: String, extra: String = "", http: String = "httpServer: { enabled: false },") -> String {
         """
         // end-to-end test configuration
         {
@@ -20,6 +26,7 @@ struct CommandLineTests {
           consumer: { "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "fetch.wait.max.ms": 20 },
           log: { level: "info" },
           workers: { \(workers) },
+          \(http)
           \(extra)
         }
         """
@@ -94,7 +101,8 @@ struct CommandLineTests {
     }
 
     @Test func devWithSamplesPrintsEveryOutcome() async throws {
-        let dev = try startPushworker(["dev", "--samples"], directory: PushWorkerExecutable.packageRoot)
+        // The repository's example configuration serves on port 9400: any free port here.
+        let dev = try startPushworker(["dev", "--samples"], environment: ["PUSHWORKER_HTTP_PORT": "0"], directory: PushWorkerExecutable.packageRoot)
         let lines = try await dev.waitForLines(11, timeout: .seconds(60))
         #expect(lines[0].hasPrefix("bootstrap.servers="))
         let objects = lines.dropFirst().compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -134,4 +142,71 @@ struct CommandLineTests {
         #expect(!masked.stdout.joined().contains("hunter2"))
         #expect(masked.stdout.joined().contains("*****"))
     }
+
+    @Test func runServesMetricsAndHealthOnAFreePortAndRefusesABusyOne() async throws {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let config = try Self.writeConfig(Self.config(
+            suffix: String(suffix), workers: #""ping": { kind: "noop", result: "newData" }"#,
+            http: #"httpServer: { host: "127.0.0.1", port: 0 },"#))
+        let broker = try startPushworker(["dev", "--broker-only", "--config", config])
+        let servers = String((try await broker.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
+        let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--type", "ping", "--count", "3"])
+        #expect(produced.status == 0)
+
+        let service = try startPushworker(["run", "--config", config, "--bootstrap-servers", servers])
+        let prefix = "http server listening on http://127.0.0.1:"
+        let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+        while !service.stderr.contains(prefix) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let line = try #require(service.stderr.split(separator: "\n").first { $0.contains(prefix) }, "\(service.stderr.suffix(2000))")
+        #expect(line.contains("info") && line.hasSuffix("(/metrics, /healthz, /readyz)"))
+        let port = try #require(UInt16(line.split(separator: prefix).last?.prefix(while: \.isNumber) ?? ""))
+        var metrics = ""
+        let consumed = await eventually(timeout: .seconds(60)) {
+            metrics = (try? await httpGet("http://127.0.0.1:\(port)/metrics").body) ?? ""
+            return metrics.contains("pushworker_records_consumed_total 3\n")
+                && metrics.contains(#"pushworker_results_total{type="ping",result="newData",reason=""} 3"#)
+        }
+        #expect(consumed, "\(metrics)")
+        #expect(try await httpGet("http://127.0.0.1:\(port)/healthz").status == 200)
+
+        // A second service on the same port stops at once with one line naming the port and the settings.
+        let busy = try startPushworker(["run", "--config", config, "--bootstrap-servers", servers], environment: ["PUSHWORKER_HTTP_PORT": String(port)])
+        #expect(try await busy.waitForExit(timeout: .seconds(30)) == 1)
+        let last = busy.stderr.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(last.hasPrefix("pushworker run: cannot start the HTTP server: port \(port) on 127.0.0.1 is already in use"), "\(busy.stderr)")
+        #expect(last.contains("httpServer.port") && last.contains("PUSHWORKER_HTTP_PORT"))
+
+        let checked = try await runPushworker(["check-config", "--config", config])
+        #expect(checked.status == 0)
+        #expect(checked.stdout.joined(separator: "\n").contains(#""httpServer" : {"#))
+
+        service.signal(SIGTERM)
+        #expect(try await service.waitForExit(timeout: .seconds(30)) == 0)
+        await #expect(throws: (any Error).self, "the port is closed once the service has stopped") {
+            _ = try await httpGet("http://127.0.0.1:\(port)/healthz")
+        }
+        broker.signal(SIGTERM)
+        _ = try await broker.waitForExit()
+    }
+}
+
+/// GET over loopback with URLSession.
+func httpGet(_ url: String) async throws -> (status: Int, body: String) {
+    guard let url = URL(string: url) else { throw RunningCommandError("bad URL \(url)") }
+    var request = URLRequest(url: url)
+    request.timeoutInterval = 5
+    let session = URLSession(configuration: .ephemeral)
+    defer { session.finishTasksAndInvalidate() }
+    let (data, response) = try await session.data(for: request)
+    return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+}
+
+/// Polls `condition` every 100 ms until it holds or `timeout` passes.
+func eventually(timeout: Duration, _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while ContinuousClock.now < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+    return await condition()
 }

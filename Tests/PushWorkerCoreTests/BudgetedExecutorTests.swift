@@ -124,14 +124,49 @@ import Testing
         #expect(completedAfter >= 195)
         #expect(completedAfter < 1500, "the timeout was reported after \(completedAfter) ms, not at the 200 ms deadline")
         #expect(workerDone.value == nil, "the completion waited for the worker")
-        #expect(executor.ignoredCancellationCount == 0)
         #expect(executor.timeoutCount == 1)
 
-        // Once the worker finally returns, it is counted as having ignored cancellation.
-        #expect(await eventually(timeout: .seconds(6)) { workerDone.value != nil })
+        // Still running a moment after its deadline, it is counted as ignoring cancellation, before it returns.
         #expect(await eventually(timeout: .seconds(6)) { executor.ignoredCancellationCount == 1 })
+        #expect(workerDone.value == nil, "counted while the worker is still running")
+        // Once it finally returns, it is not counted a second time.
+        #expect(await eventually(timeout: .seconds(6)) { workerDone.value != nil })
+        try? await Task.sleep(for: .milliseconds(200))
+        #expect(executor.ignoredCancellationCount == 1)
         #expect(cancelledAtStart.value == false)
         #expect(cancelledAfterDeadline.value == true)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aWorkerThatNeverReturnsIsCountedAndTheObserverToldPerType() async {
+        let events = Locked<[BudgetEvent]>([])
+        let executor = BudgetedExecutor(observer: { event in events.withLock { $0.append(event) } })
+        let never = Gate()
+        let report = await executor.run(makeJob(type: "stuck"), on: RegisteredWorker(name: "swift:stuck", worker: ClosureWorker { _ in
+            await never.wait()  // never opened, deaf to cancellation
+            return .newData
+        }, budget: .milliseconds(100)))
+        #expect(report.outcome.reason?.rawValue == "timeout")
+        #expect(await eventually(timeout: .seconds(6)) { executor.ignoredCancellationCount == 1 })
+        #expect(events.value == [.timedOut(type: "stuck", worker: "swift:stuck"), .ignoredCancellation(type: "stuck", worker: "swift:stuck")])
+        // A worker that stops at cancellation is reported as a timeout only.
+        _ = await executor.run(makeJob(type: nil), on: RegisteredWorker(name: "polite", worker: ClosureWorker { _ in
+            try await Task.sleep(for: .seconds(10))
+            return .newData
+        }, budget: .milliseconds(100)))
+        try? await Task.sleep(for: .milliseconds(400))
+        #expect(events.value.count == 3)
+        #expect(events.value.last == .timedOut(type: nil, worker: "polite"))
+        #expect(executor.ignoredCancellationCount == 1)
+        await never.open()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func theDeadlineThreadReportsItsHeartbeat() async {
+        let executor = BudgetedExecutor()
+        #expect(await eventually { (executor.sinceDeadlineTimerRound ?? .seconds(99)) < .seconds(2) })
+        try? await Task.sleep(for: .milliseconds(700))
+        #expect((executor.sinceDeadlineTimerRound ?? .seconds(99)) < .seconds(2), "the idle thread looks again at least every 500 ms")
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -160,7 +195,7 @@ import Testing
         let calls = Locked<[ExecutionReport]>([])
         // Times out, then the worker returns late: still one completion.
         executor.run(makeJob(), on: registered(ClosureWorker { _ in
-            await nonCancellableSleep(.milliseconds(400))
+            await nonCancellableSleep(.milliseconds(1500))
             return .newData
         }, budget: .milliseconds(100))) { report in calls.withLock { $0.append(report) } }
         // Returns well within its budget: one completion, and the deadline later does not fire a second.

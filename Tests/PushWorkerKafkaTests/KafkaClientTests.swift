@@ -133,4 +133,65 @@ struct KafkaClientTests {
         #expect(throws: KafkaError.self) { try cluster.createTopic("after-shutdown") }
         #expect(throws: KafkaError.self) { try EmbeddedKafkaCluster(brokers: 0) }
     }
+
+    @Test func statisticsReportBrokersTheGroupAndConsumerLag() async throws {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let topic = Self.uniqueName("stats")
+        try cluster.createTopic(topic, partitions: 2)
+        let producerStatistics = Mutex<[KafkaStatistics]>([])
+        let producer = try KafkaProducer(
+            configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers, "statistics.interval.ms": "100"]),
+            onStatistics: { statistics in producerStatistics.withLock { $0.append(statistics) } })
+        for _ in 0..<4 { _ = try await producer.send(KafkaOutgoingRecord(topic: topic, partition: 0, value: [0x7B, 0x7D])) }
+
+        var properties = KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers])
+        properties["group.id"] = Self.uniqueName("group")
+        properties["enable.auto.offset.store"] = "false"
+        properties["auto.offset.reset"] = "earliest"
+        properties["statistics.interval.ms"] = "100"
+        let consumerStatistics = Mutex<KafkaStatistics?>(nil)
+        let consumer = try KafkaConsumer(configuration: properties, onStatistics: { statistics in consumerStatistics.withLock { $0 = statistics } })
+        try consumer.subscribe([topic])
+        let records = try await Self.consume(consumer, count: 4, timeoutMs: 20_000)
+        #expect(records.count == 4)
+        let tp = TopicPartition(topic: topic, partition: 0)
+        #expect(consumer.storeOffsets([TopicPartitionOffset(tp, offset: 2)]).isEmpty)
+        // Statistics are served by the consumer's poll: keep polling until the lag of partition 0 shows the
+        // two records whose offsets are not stored.
+        let lag = try await DedicatedThread.run(name: "stats") { () throws -> KafkaStatistics? in
+            let deadline = ContinuousClock.now.advanced(by: .seconds(15))
+            while ContinuousClock.now < deadline {
+                _ = try consumer.poll(timeoutMs: 50)
+                if let statistics = consumerStatistics.withLock({ $0 }),
+                   statistics.partitions.first(where: { $0.topic == topic && $0.partition == 0 })?.consumerLag == 2 {
+                    return statistics
+                }
+            }
+            return consumerStatistics.withLock { $0 }
+        }
+        let statistics = try #require(lag)
+        #expect(statistics.clientType == "consumer")
+        #expect(statistics.brokersUp == 1, "the GroupCoordinator (logical) entry is not counted")
+        #expect(statistics.consumerGroup?.state == "up")
+        #expect(statistics.consumerGroup?.assignmentSize == 2)
+        #expect(statistics.partitions.first { $0.topic == topic && $0.partition == 0 }?.highWatermark == 4)
+        #expect(statistics.time > 1_600_000_000)
+        try await DedicatedThread.run(name: "close") { try consumer.close() }
+
+        let fromProducer = try #require(producerStatistics.withLock { $0.last })
+        #expect(fromProducer.clientType == "producer")
+        #expect(fromProducer.brokersUp == 1)
+        #expect(fromProducer.consumerGroup == nil)
+        #expect(fromProducer.messagesQueued == 0)
+        await producer.close()
+        cluster.shutdown()
+    }
+
+    @Test func statisticsThatAreNotAnObjectAreRefused() {
+        #expect(KafkaStatistics.parse("[1]") == nil)
+        #expect(KafkaStatistics.parse("not json") == nil)
+        let minimal = KafkaStatistics.parse(#"{"name":"c","type":"consumer","brokers":{"b/1":{"nodeid":1,"state":"UP","req_timeouts":3}},"topics":{"t":{"partitions":{"-1":{"partition":-1},"0":{"partition":0,"consumer_lag":7}}}}}"#)
+        #expect(minimal?.brokers == [KafkaStatistics.Broker(name: "b/1", nodeId: 1, source: "", state: "UP", requestTimeouts: 3)])
+        #expect(minimal?.partitions == [KafkaStatistics.Partition(topic: "t", partition: 0, consumerLag: 7, highWatermark: -1)])
+    }
 }

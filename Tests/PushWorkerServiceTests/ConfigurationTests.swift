@@ -2,6 +2,7 @@ import Foundation
 import PushWorkerCore
 import PushWorkerKafka
 @testable import PushWorkerService
+import PushWorkerTesting
 import Testing
 
 /// The JSON5 configuration file, environment overrides and the checks made at startup.
@@ -46,6 +47,7 @@ import Testing
         #expect(configuration.workers["content-update"]?.kindName == "exec")
         #expect(configuration.workers["slow"]?.budgetMs == 2000)
         #expect(configuration.makeRegistry().route(type: "ping")?.name == "noop:ping")
+        #expect(configuration.httpServer == HTTPServerConfiguration(enabled: true, host: "0.0.0.0", port: 9400))
     }
 
     @Test func json5WithCommentsAndPassThroughProperties() throws {
@@ -109,6 +111,13 @@ import Testing
         (#"{ resultsTopic: "pushes" }"#, "resultsTopic"),
         (#"{ log: { level: "loud" } }"#, "log.level"),
         (#"{ consumer: { "enable.auto.offset.store": true } }"#, "consumer.enable.auto.offset.store"),
+        (#"{ httpServer: { port: 70000 } }"#, "httpServer.port"),
+        (#"{ httpServer: { port: -1 } }"#, "httpServer.port"),
+        (#"{ httpServer: { port: "9400" } }"#, "httpServer.port"),
+        (#"{ httpServer: { enabled: "yes" } }"#, "httpServer.enabled"),
+        (#"{ httpServer: { hots: "0.0.0.0" } }"#, "httpServer.hots"),
+        (#"{ httpServer: { host: "no-such-host.invalid" } }"#, "httpServer.host"),
+        (#"{ httpServer: { host: "" } }"#, "httpServer.host"),
     ])
     func badKeysAreNamed(_ text: String, _ key: String) {
         let error = Self.error(text)
@@ -124,6 +133,39 @@ import Testing
                 "the message lists the known keys")
         #expect(Self.error(#"{ workers: { j: { kind: "exec", command: ["no-such-dir/worker.sh"] } } }"#)?.message
                     .contains("relative to the working directory") == true)
+    }
+
+    @Test func httpServerDefaultsFileAndEnvironment() throws {
+        let defaults = try Self.load("{}")
+        #expect(defaults.httpServer == HTTPServerConfiguration(enabled: true, host: "0.0.0.0", port: 9400))
+        // Statistics feed the metrics and readiness: on every 5 s when the server is, unless the user set them.
+        #expect(defaults.consumerProperties["statistics.interval.ms"] == "5000")
+        #expect(defaults.producerProperties["statistics.interval.ms"] == "5000")
+        let own = try Self.load(#"{ kafka: { "statistics.interval.ms": 1000 }, producer: { "statistics.interval.ms": 0 } }"#)
+        #expect(own.consumerProperties["statistics.interval.ms"] == "1000")
+        #expect(own.producerProperties["statistics.interval.ms"] == "0")
+
+        let file = try Self.load(#"{ httpServer: { enabled: false, host: "127.0.0.1", port: 0 } }"#)
+        #expect(file.httpServer == HTTPServerConfiguration(enabled: false, host: "127.0.0.1", port: 0))
+        #expect(file.consumerProperties["statistics.interval.ms"] == nil, "no statistics without the server")
+        #expect(try Self.load(#"{ httpServer: { host: "::1", port: 65535 } }"#).httpServer.port == 65535)
+        #expect(try Self.load(#"{ httpServer: { host: "localhost" } }"#).httpServer.host == "localhost")
+        // A bad host does not matter while the server is off.
+        #expect(try Self.load(#"{ httpServer: { enabled: false, host: "no-such-host.invalid" } }"#).httpServer.enabled == false)
+
+        let environment = try Self.load(#"{ httpServer: { enabled: false } }"#, environment: [
+            "PUSHWORKER_HTTP_ENABLED": "true", "PUSHWORKER_HTTP_HOST": "127.0.0.1", "PUSHWORKER_HTTP_PORT": "0",
+        ])
+        #expect(environment.httpServer == HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0))
+        #expect(try Self.load("{}", environment: ["PUSHWORKER_HTTP_ENABLED": "FALSE"]).httpServer.enabled == false)
+        #expect(Self.error("{}", environment: ["PUSHWORKER_HTTP_PORT": "65536"])?.key == "PUSHWORKER_HTTP_PORT")
+        #expect(Self.error("{}", environment: ["PUSHWORKER_HTTP_PORT": "ninety"])?.key == "PUSHWORKER_HTTP_PORT")
+        #expect(Self.error("{}", environment: ["PUSHWORKER_HTTP_ENABLED": "maybe"])?.key == "PUSHWORKER_HTTP_ENABLED")
+        #expect(Self.error("{}", environment: ["PUSHWORKER_HTTP_HOST": "no-such-host.invalid"])?.key == "httpServer.host")
+
+        let text = file.effectiveDescription()
+        #expect(text.contains(#""httpServer" : {"#))
+        #expect(text.contains(#""port" : 0"#))
     }
 
     @Test func librdkafkaRefusesUnknownProperties() {
@@ -169,6 +211,20 @@ import Testing
         let unknown = Self.error("{}", environment: ["PUSHWORKER_KAFKA_NO_SUCH_THING": "1"])
         #expect(unknown?.key == "PUSHWORKER_KAFKA_NO_SUCH_THING")
         #expect(unknown?.message.contains("no.such.thing") == true)
+    }
+
+    @Test func drainsWaitForTheLargestBudgetIncludingSwiftWorkers() throws {
+        let configuration = try Self.load(#"{ defaultBudgetMs: 1000, workers: { ping: { kind: "noop", budgetMs: 5000 } } }"#)
+        var registry = configuration.makeRegistry()
+        #expect(configuration.drainTimeoutMs(for: registry) == 15_000)
+        registry.register(type: "greeting", worker: ClosureWorker { _ in .newData }, name: "swift:greeting", budget: .seconds(120), maxConcurrent: 4)
+        #expect(configuration.drainTimeoutMs(for: registry) == 130_000, "a Swift worker's running job can finish")
+        let text = configuration.effectiveDescription(registry: registry)
+        #expect(text.contains(#""drainTimeoutMs" : 130000"#))
+        #expect(text.contains(#""swiftWorkers" : {"#) && text.contains(#""worker" : "swift:greeting""#))
+        #expect(!text.contains(#""worker" : "noop:ping""#), "configured workers are not listed as Swift workers")
+        let explicit = try Self.load(#"{ drainTimeoutMs: 3000 }"#)
+        #expect(explicit.drainTimeoutMs(for: registry) == 3000, "an explicit drainTimeoutMs wins")
     }
 
     @Test func tlsFilesThatDoNotExistAreRefusedAtStartup() throws {

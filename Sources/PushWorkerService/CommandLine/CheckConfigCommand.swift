@@ -10,8 +10,8 @@ struct CheckConfigCommand {
     Usage: pushworker check-config [--config FILE] [--bootstrap-servers HOSTS]
 
     Validates the configuration as 'run' would load it (file, then environment, then flags; workers against
-    permittedTypes) and prints the
-    effective configuration as JSON, with secrets masked. Exit status 1 names the bad key.
+    permittedTypes) and prints the effective configuration as JSON, with secrets masked, including the
+    workers a custom executable registers in Swift ("swiftWorkers"). Exit status 1 names the bad key.
     """
 
     func execute(_ arguments: [String]) throws {
@@ -21,8 +21,8 @@ struct CheckConfigCommand {
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
         let (configuration, _) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
-        _ = try commandLine.makeRegistry(configuration)  // routes against permittedTypes, as run would
-        Output.line(configuration.effectiveDescription())
+        let registry = try commandLine.makeRegistry(configuration)  // routes against permittedTypes, as run would
+        Output.line(configuration.effectiveDescription(registry: registry))
     }
 }
 
@@ -33,8 +33,28 @@ extension ServiceConfiguration {
         return ["password", "secret", "sasl.oauthbearer.config", "ssl.key.pem", "ssl_key", "token"].contains { lowered.contains($0) }
     }
 
+    /// The workers of `registry` that the configuration did not declare (a custom executable's Swift
+    /// workers), by type: their result name, budget and concurrency limit.
+    func swiftWorkers(in registry: WorkerRegistry) -> [String: JSONValue] {
+        func milliseconds(_ duration: Duration) -> Int64 {
+            duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        }
+        var result: [String: JSONValue] = [:]
+        for type in registry.types {
+            guard let registered = registry.route(type: type) else { continue }
+            if let spec = workers[type], registered.name == "\(spec.kindName):\(type)" { continue }  // the configured one
+            result[type] = .object([
+                "worker": .string(registered.name), "budgetMs": .int(milliseconds(registered.budget)),
+                "maxConcurrent": registered.maxConcurrent.map { .int(Int64($0)) } ?? .null,
+            ])
+        }
+        return result
+    }
+
     /// The effective configuration as pretty JSON, with secret properties shown as `"*****"`.
-    public func effectiveDescription() -> String {
+    /// - Parameter registry: the workers `run` would use; when given, its Swift workers are listed under
+    ///   `swiftWorkers` and `drainTimeoutMs` counts their budgets.
+    public func effectiveDescription(registry: WorkerRegistry? = nil) -> String {
         func properties(_ configuration: KafkaConfiguration) -> JSONValue {
             .object(Dictionary(uniqueKeysWithValues: configuration.properties.map {
                 ($0.name, JSONValue.string(Self.isSecretProperty($0.name) ? "*****" : $0.value))
@@ -73,12 +93,17 @@ extension ServiceConfiguration {
             "maxBufferedRecords": .int(Int64(maxBufferedRecords)),
             "maxPayloadBytes": .int(Int64(maxPayloadBytes)),
             "defaultBudgetMs": .int(Int64(defaultBudgetMs)),
-            "drainTimeoutMs": .int(Int64(effectiveDrainTimeoutMs)),
+            "drainTimeoutMs": .int(Int64(registry.map { drainTimeoutMs(for: $0) } ?? effectiveDrainTimeoutMs)),
             "workers": .object(workers.mapValues(worker)),
+            // Workers a custom executable registers in Swift (beside or in place of configured ones).
+            "swiftWorkers": registry.map { .object(swiftWorkers(in: $0)) } ?? .null,
             "defaultWorker": defaultWorker.map(worker) ?? .null,
             "permittedTypes": permittedTypes.map { .array($0.map(JSONValue.string)) } ?? .null,
             "log": .object(["level": .string(logLevel.rawValue), "format": .string(logFormat.rawValue)]),
             "dev": .object(["partitions": .int(Int64(devPartitions))]),
+            "httpServer": .object([
+                "enabled": .bool(httpServer.enabled), "host": .string(httpServer.host), "port": .int(Int64(httpServer.port)),
+            ]),
         ])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -10,6 +10,8 @@ struct RunCommand {
     Runs the service: consumes the input topics in the consumer group, validates and routes each push by
     its "type", runs the worker under its budget, produces the result, and commits the input offset once
     the result is acknowledged. SIGTERM or SIGINT stops it gracefully (exit 0); a second signal exits at once.
+    While it runs, /metrics (Prometheus), /healthz and /readyz are served on httpServer.host:httpServer.port
+    (default 0.0.0.0:9400; PUSHWORKER_HTTP_PORT=0 picks a free port, PUSHWORKER_HTTP_ENABLED=false turns it off).
 
     Options:
       --config FILE               JSON5 configuration (default: $PUSHWORKER_CONFIG, else built-in defaults)

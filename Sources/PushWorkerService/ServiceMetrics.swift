@@ -1,0 +1,265 @@
+import PushWorkerCore
+import PushWorkerKafka
+import PushWorkerMetrics
+import Synchronization
+
+/// The labels of one result in `pushworker_results_total`, before the `type` label is bounded.
+struct ResultKey: Hashable, Sendable {
+    var type: String?
+    var result: BackgroundFetchResult
+    var reason: ResultReason?
+
+    init(_ result: ResultRecord) {
+        type = result.type
+        self.result = result.result
+        reason = result.reason
+    }
+}
+
+/// The service's Prometheus metrics (names are fixed: operators' alerts use them; README "Metrics and
+/// health" lists them). One instance per ``PushWorkerService/run()``.
+///
+/// Label cardinality is bounded: `type` is a registered worker type, `""` when the payload had none, or
+/// `(unregistered)` for anything else read from input; `reason` takes at most
+/// ``ServiceMetrics/reasonsPerType`` distinct values per `type`, the rest are counted as `(other)`.
+///
+/// Hot paths cost one `Mutex` per batch of acknowledged results and one per worker run; gauges of queue
+/// lengths are read when scraped.
+final class ServiceMetrics: Sendable {
+    let registry = MetricsRegistry()
+    let recordsConsumed: Counter
+    let results: Counter
+    let workerDuration: Histogram
+    let jobsInFlight: Gauge
+    let recordsBuffered: Gauge
+    let timeouts: Counter
+    let cancellationIgnored: Counter
+    let deliveryRetries: Counter
+    let resultsWaiting: Gauge
+    let consumerLag: Gauge
+    let rebalances: Counter
+    let assignedPartitions: Gauge
+    let brokersUp: Gauge
+    let producerQueueMessages: Gauge
+    let requestTimeouts: Counter
+    let consumerGroupUp: Gauge
+    let statisticsAge: Gauge
+    let buildInfo: Gauge
+
+    /// The most distinct `reason` label values per `type` in `pushworker_results_total`: 64.
+    static let reasonsPerType = 64
+    /// The `type` label of a type that no worker is registered for by name.
+    static let unregisteredType = "(unregistered)"
+
+    private let registeredTypes: Set<String>
+    /// Whether the consumer starts a partition without a committed offset at its beginning
+    /// (`auto.offset.reset` earliest, pushworker's default): then such a partition's lag is all its records.
+    private let startsAtEarliest: Bool
+    private let durationByType: [String: Series]
+    private let resultSeries = Mutex<[ResultKey: Series]>([:])
+    private let kafka = Mutex(KafkaState())
+
+    /// What the latest statistics said, per client, and the assignment.
+    struct KafkaState {
+        var assigned: Set<TopicPartition> = []
+        var consumer = ClientState()
+        var producer = ClientState()
+    }
+
+    struct ClientState {
+        var latest: KafkaStatistics?
+        /// When ``latest`` arrived (``Clock/monotonicNs()``), 0 before the first.
+        var receivedAtNs: Int64 = 0
+        /// `req_timeouts` last seen per broker name (the counter moves by the increase).
+        var requestTimeouts: [String: Int] = [:]
+    }
+
+    /// The statistics clients: the label `client` of the `pushworker_kafka_*` metrics.
+    enum Client: String, Sendable { case consumer, producer }
+
+    /// Registers every metric.
+    /// - Parameters:
+    ///   - registeredTypes: the types workers are registered for by name (their series start at 0).
+    ///   - startsAtEarliest: whether the consumer's `auto.offset.reset` is `earliest` (default true).
+    /// - Throws: ``MetricsError`` (only if a name here were invalid: a programming error caught by tests).
+    init(registeredTypes: [String], startsAtEarliest: Bool = true) throws {
+        let r = registry
+        recordsConsumed = try r.counter("pushworker_records_consumed_total", help: "Records taken from the input topics.")
+        results = try r.counter(
+            "pushworker_results_total",
+            help: "Results acknowledged by the broker, by payload type (registered types by name, (unregistered) for others, empty when none), result and reason (empty when none; at most 64 reasons per type, then (other)).",
+            labels: ["type", "result", "reason"], cap: LabelCap(label: "reason", per: "type", limit: Self.reasonsPerType))
+        workerDuration = try r.histogram(
+            "pushworker_worker_duration_seconds", help: "Run time of jobs a worker ran, in seconds (the budget for a timeout), by payload type.",
+            labels: ["type"], buckets: Histogram.durationBuckets)
+        jobsInFlight = try r.gauge("pushworker_jobs_in_flight", help: "Workers running now.")
+        recordsBuffered = try r.gauge("pushworker_records_buffered", help: "Records taken but unfinished: waiting, running, or with a result not yet acknowledged.")
+        timeouts = try r.counter("pushworker_timeouts_total", help: "Worker runs that reached their budget and were cancelled, by payload type.", labels: ["type"])
+        cancellationIgnored = try r.counter(
+            "pushworker_cancellation_ignored_total",
+            help: "Worker runs still running 1 s after their deadline (they ignore cancellation), by payload type.", labels: ["type"])
+        deliveryRetries = try r.counter("pushworker_result_delivery_retries_total", help: "Results produced again after librdkafka reported them undelivered.")
+        resultsWaiting = try r.gauge("pushworker_results_waiting", help: "Results produced but not yet acknowledged by the broker, plus the backlog waiting to be produced.")
+        consumerLag = try r.gauge(
+            "pushworker_consumer_lag",
+            help: "Records behind the end of each assigned partition (librdkafka statistics consumer_lag: end offset minus the stored or committed offset).",
+            labels: ["topic", "partition"])
+        rebalances = try r.counter("pushworker_rebalances_total", help: "Rebalance events of the consumer group member: assigned, revoked or lost.", labels: ["event"])
+        assignedPartitions = try r.gauge("pushworker_assigned_partitions", help: "Partitions assigned to this member of the consumer group.")
+        brokersUp = try r.gauge("pushworker_kafka_brokers_up", help: "Broker connections up, by client (librdkafka statistics).", labels: ["client"])
+        producerQueueMessages = try r.gauge("pushworker_kafka_producer_queue_messages", help: "Results in the producer's librdkafka queue, not yet acknowledged (statistics msg_cnt).")
+        requestTimeouts = try r.counter("pushworker_kafka_request_timeouts_total", help: "Kafka requests that timed out, by client (librdkafka statistics req_timeouts).", labels: ["client"])
+        consumerGroupUp = try r.gauge("pushworker_kafka_consumer_group_up", help: "1 when the consumer group's coordinator connection is up (statistics cgrp.state up), else 0.")
+        statisticsAge = try r.gauge("pushworker_kafka_statistics_age_seconds", help: "Seconds since the latest librdkafka statistics of each client arrived.", labels: ["client"])
+        buildInfo = try r.gauge("pushworker_build_info", help: "Always 1; labels: pushworker version and the linked librdkafka version.", labels: ["version", "librdkafka"])
+
+        self.registeredTypes = Set(registeredTypes)
+        self.startsAtEarliest = startsAtEarliest
+        var durations: [String: Series] = [:]
+        for type in registeredTypes {
+            durations[type] = workerDuration.series([type])
+            _ = timeouts.series([type])
+            _ = cancellationIgnored.series([type])
+        }
+        durationByType = durations
+        for event in ["assigned", "revoked", "lost"] { _ = rebalances.series([event]) }
+        recordsConsumed.increment(by: 0)
+        deliveryRetries.increment(by: 0)
+        requestTimeouts.increment(by: 0, labels: [Client.consumer.rawValue])
+        requestTimeouts.increment(by: 0, labels: [Client.producer.rawValue])
+        buildInfo.set(1, labels: [PushWorkerCommandLine.version, KafkaLibrary.versionString])
+        registry.onCollect { [weak self] in
+            guard let self else { return }
+            let (consumerAt, producerAt, assigned) = self.kafka.withLock { ($0.consumer.receivedAtNs, $0.producer.receivedAtNs, $0.assigned.count) }
+            let now = Clock.monotonicNs()
+            for (client, at) in [(Client.consumer, consumerAt), (.producer, producerAt)] where at != 0 {
+                self.statisticsAge.set(Double(now - at) / 1e9, labels: [client.rawValue])
+            }
+            self.assignedPartitions.set(Double(assigned))
+        }
+    }
+
+    /// The `type` label of a payload type: itself when a worker is registered for it by name, `""` when
+    /// there is none, ``unregisteredType`` otherwise.
+    func typeLabel(_ type: String?) -> String {
+        guard let type else { return "" }
+        return registeredTypes.contains(type) ? type : Self.unregisteredType
+    }
+
+    /// Counts results the broker acknowledged (one lock per batch).
+    func resultsAcknowledged(_ keys: [ResultKey]) {
+        guard !keys.isEmpty else { return }
+        var batch: [Series] = []
+        batch.reserveCapacity(keys.count)
+        resultSeries.withLock { cache in
+            // Consecutive results mostly share their labels: compare with the previous key before hashing.
+            var previous: (key: ResultKey, series: Series)?
+            for key in keys {
+                if let previous, previous.key == key {
+                    batch.append(previous.series)
+                    continue
+                }
+                if let series = cache[key] {
+                    batch.append(series)
+                    previous = (key, series)
+                    continue
+                }
+                let series = results.series([typeLabel(key.type), key.result.rawValue, key.reason?.rawValue ?? ""])
+                // Types and reasons come from input and workers: remember a bounded number of keys.
+                if cache.count < 4096 { cache[key] = series }
+                batch.append(series)
+                previous = (key, series)
+            }
+        }
+        results.increment(batch)
+    }
+
+    /// Records the run time of a job a worker ran.
+    func workerRan(type: String?, durationMs: Double) {
+        let seconds = durationMs / 1000
+        if let type, let series = durationByType[type] {
+            workerDuration.observe(seconds, series: series)
+        } else {
+            workerDuration.observe(seconds, labels: [typeLabel(type)])
+        }
+    }
+
+    /// Counts a timeout or an ignored cancellation.
+    func budgetEvent(_ event: BudgetEvent) {
+        switch event {
+        case .timedOut(let type, _): timeouts.increment(labels: [typeLabel(type)])
+        case .ignoredCancellation(let type, _): cancellationIgnored.increment(labels: [typeLabel(type)])
+        }
+    }
+
+    /// Counts a rebalance event and updates the assignment (and the lag series kept for it).
+    func rebalanced(_ event: KafkaRebalanceEvent) {
+        let latest = kafka.withLock { state -> KafkaStatistics? in
+            switch event {
+            case .assigned(let partitions): state.assigned.formUnion(partitions)
+            case .revoking(let partitions), .lost(let partitions): state.assigned.subtract(partitions)
+            }
+            return state.consumer.latest
+        }
+        switch event {
+        case .assigned: rebalances.increment(labels: ["assigned"])
+        case .revoking: rebalances.increment(labels: ["revoked"])
+        case .lost: rebalances.increment(labels: ["lost"])
+        }
+        if let latest { updateLag(latest) }
+    }
+
+    /// The partitions assigned now, from the rebalance events.
+    var assigned: Set<TopicPartition> { kafka.withLock { $0.assigned } }
+
+    /// Takes a librdkafka statistics report of one client (on that client's poll thread).
+    func statistics(_ statistics: KafkaStatistics, client: Client) {
+        let timedOut = kafka.withLock { state -> Int in
+            var clientState = client == .consumer ? state.consumer : state.producer
+            var increase = 0
+            for broker in statistics.brokers {
+                let previous = clientState.requestTimeouts[broker.name] ?? 0
+                if broker.requestTimeouts > previous { increase += broker.requestTimeouts - previous }
+                clientState.requestTimeouts[broker.name] = broker.requestTimeouts
+            }
+            clientState.latest = statistics
+            clientState.receivedAtNs = Clock.monotonicNs()
+            if client == .consumer { state.consumer = clientState } else { state.producer = clientState }
+            return increase
+        }
+        if timedOut > 0 { requestTimeouts.increment(by: Double(timedOut), labels: [client.rawValue]) }
+        brokersUp.set(Double(statistics.brokersUp), labels: [client.rawValue])
+        switch client {
+        case .consumer:
+            consumerGroupUp.set(statistics.consumerGroup?.state == "up" ? 1 : 0)
+            updateLag(statistics)
+        case .producer:
+            producerQueueMessages.set(Double(statistics.messagesQueued))
+        }
+    }
+
+    /// The latest statistics of `client` and how long ago they arrived, or `nil` before the first.
+    func latestStatistics(_ client: Client) -> (statistics: KafkaStatistics, age: Duration)? {
+        kafka.withLock { state in
+            let clientState = client == .consumer ? state.consumer : state.producer
+            guard let latest = clientState.latest else { return nil }
+            return (latest, .nanoseconds(max(0, Clock.monotonicNs() - clientState.receivedAtNs)))
+        }
+    }
+
+    /// Sets the lag of every assigned partition: librdkafka's `consumer_lag`; for a partition with no stored
+    /// or committed offset yet (librdkafka says -1) that the consumer reads from its beginning, every record
+    /// in it (`hi_offset - lo_offset`), so that a group stuck before its first result still shows its lag.
+    private func updateLag(_ statistics: KafkaStatistics) {
+        let assigned = self.assigned
+        consumerLag.replaceAll(statistics.partitions.compactMap { partition in
+            guard assigned.contains(TopicPartition(topic: partition.topic, partition: partition.partition)) else { return nil }
+            var lag = partition.consumerLag
+            if lag < 0 && startsAtEarliest && partition.highWatermark >= 0 && partition.lowWatermark >= 0 {
+                lag = max(0, partition.highWatermark - partition.lowWatermark)
+            }
+            guard lag >= 0 else { return nil }
+            return ([partition.topic, String(partition.partition)], Double(lag))
+        })
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import PushWorkerCore
+import PushWorkerKafka
+import PushWorkerService
+import PushWorkerTesting
+import Testing
+
+/// External tools the tests below use: `promtool` and `prometheus` (Debian package `prometheus`).
+///
+/// A missing tool skips its test with the reason shown, unless `PUSHWORKER_REQUIRE_TOOLS=1` (CI sets it):
+/// then the test runs and fails.
+enum ExternalTool {
+    /// The tool's path from `PATH`, or `nil`.
+    static func path(_ name: String) -> String? {
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        return directories.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Whether missing tools must fail the tests (`PUSHWORKER_REQUIRE_TOOLS=1`).
+    static var required: Bool { ProcessInfo.processInfo.environment["PUSHWORKER_REQUIRE_TOOLS"] == "1" }
+
+    /// Whether a test that needs `name` runs.
+    static func runs(_ name: String) -> Bool { path(name) != nil || required }
+
+    /// The tool's path, or a failure naming the package to install.
+    static func require(_ name: String) throws -> String {
+        guard let path = path(name) else {
+            throw ProbeFailure("\(name) is not installed (apt-get install prometheus) and PUSHWORKER_REQUIRE_TOOLS=1")
+        }
+        return path
+    }
+
+    /// A free TCP port on 127.0.0.1 (bound, read, released).
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw ProbeFailure("no free port") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}
+
+/// A real scrape checked by `promtool check metrics`, and a real Prometheus scraping the running service.
+@Suite(.timeLimit(.minutes(3)))
+struct PrometheusToolTests {
+    static let records = 12
+
+    /// A harness with the HTTP server on a free loopback port, after `records` pushes have their results.
+    static func runningService() async throws -> (PushWorkerTestHarness, String) {
+        var registry = WorkerRegistry()
+        registry.register(type: "ping", worker: ClosureWorker { _ in .newData })
+        registry.register(type: "maybe", worker: ClosureWorker { job in
+            job.source.offset % 2 == 0 ? WorkerOutcome(.noData, reason: "quote\"back\\slash") : .failed("quota", detail: "HTTP 429")
+        })
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 2) {
+            $0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
+            $0.kafka["statistics.interval.ms"] = "500"
+        }
+        do {
+            let port = try await HTTPProbe.port(of: harness.service)
+            for index in 0..<records {
+                try await harness.produce(#"{"aps":{"content-available":1},"type":"\#(index % 3 == 0 ? "maybe" : "ping")"}"#)
+            }
+            do {
+                _ = try await harness.results(count: records)
+            } catch {
+                // Say what the service saw, from its own metrics.
+                let scrape = (try? await HTTPProbe.request("http://127.0.0.1:\(port)/metrics").body) ?? "(no scrape)"
+                let ready = (try? await HTTPProbe.request("http://127.0.0.1:\(port)/readyz").body) ?? "(no answer)"
+                throw ProbeFailure("\(error); readyz: \(ready); metrics:\n\(scrape.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.contains("_bucket") }.joined(separator: "\n"))")
+            }
+            return (harness, "127.0.0.1:\(port)")
+        } catch {
+            try? await harness.shutdown()
+            throw error
+        }
+    }
+
+    /// Runs `tool` with `arguments` and `input` on stdin; returns its status and combined output. The wait
+    /// happens on a thread of its own, never on the cooperative pool other tests' workers need.
+    static func run(_ tool: String, _ arguments: [String], input: String) async throws -> (status: Int32, output: String) {
+        try await DedicatedThread.run(name: "test-\(tool.split(separator: "/").last ?? "tool")") { try runBlocking(tool, arguments, input: input) }
+    }
+
+    /// Stops a process (SIGTERM) and waits for it on a thread of its own.
+    static func stop(_ process: Process) async {
+        _ = try? await DedicatedThread.run(name: "test-stop") {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+    }
+
+    private static func runBlocking(_ tool: String, _ arguments: [String], input: String) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let stdin = Pipe()
+        let output = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        try stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test(.enabled(if: ExternalTool.runs("promtool"), "promtool is not installed (apt-get install prometheus); set PUSHWORKER_REQUIRE_TOOLS=1 to fail instead"))
+    func promtoolAcceptsARealScrape() async throws {
+        let promtool = try ExternalTool.require("promtool")
+        let (harness, address) = try await Self.runningService()
+        // Wait for the statistics-based series too, so the whole exposition is checked.
+        var body = ""
+        _ = try await HTTPProbe.eventually(timeout: .seconds(20)) {
+            body = try await HTTPProbe.request("http://\(address)/metrics").body
+            return body.contains("pushworker_consumer_lag{") && body.contains("pushworker_kafka_brokers_up{client=\"producer\"}")
+        }
+        try await harness.shutdown()
+        #expect(body.contains(#"reason="quote\"back\\slash""#), "escaped label values are part of the check")
+        let checked = try await Self.run(promtool, ["check", "metrics"], input: body)
+        #expect(checked.status == 0, "promtool check metrics: \(checked.output)\n\(body)")
+        #expect(checked.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "no lint warnings: \(checked.output)")
+    }
+
+    @Test(.enabled(if: ExternalTool.runs("prometheus"), "prometheus is not installed (apt-get install prometheus); set PUSHWORKER_REQUIRE_TOOLS=1 to fail instead"))
+    func aRealPrometheusScrapesTheService() async throws {
+        let prometheusPath = try ExternalTool.require("prometheus")
+        let (harness, address) = try await Self.runningService()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushworker-prometheus-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("prometheus.yml")
+        try """
+            global:
+              scrape_interval: 1s
+              scrape_timeout: 1s
+            scrape_configs:
+              - job_name: pushworker
+                static_configs:
+                  - targets: ['\(address)']
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let port = try ExternalTool.freePort()
+        let log = directory.appendingPathComponent("prometheus.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: prometheusPath)
+        process.arguments = [
+            "--config.file=\(config.path)", "--storage.tsdb.path=\(directory.appendingPathComponent("data").path)",
+            "--web.listen-address=127.0.0.1:\(port)",
+        ]
+        let logHandle = try FileHandle(forWritingTo: log)
+        process.standardOutput = logHandle
+        process.standardError = logHandle
+        try process.run()
+        do {
+            try await Self.scrapedByPrometheus(process, port: port, log: log)
+        } catch {
+            await Self.stop(process)
+            try? logHandle.close()
+            try? await harness.shutdown()
+            throw error
+        }
+        await Self.stop(process)
+        try? logHandle.close()
+        try await harness.shutdown()
+    }
+
+    /// Checks what the Prometheus at `port` has scraped from the service.
+    static func scrapedByPrometheus(_ process: Process, port: UInt16, log: URL) async throws {
+        let api = "http://127.0.0.1:\(port)/api/v1"
+        // Until Prometheus has scraped the service and answers the produced count (explicit limit: 90 s).
+        var answer = ""
+        let seen = await HTTPProbe.eventually(timeout: .seconds(90)) {
+            guard process.isRunning else { return true }
+            guard let reply = try? await HTTPProbe.request(api + "/query?query=pushworker_records_consumed_total", timeout: 2) else { return false }
+            answer = reply.body
+            return Self.vectorValue(reply.body) == Double(Self.records)
+        }
+        let prometheusLog = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(process.isRunning, "prometheus exited: \(prometheusLog.suffix(2000))")
+        #expect(seen && Self.vectorValue(answer) == Double(Self.records), "last answer: \(answer)\n\(prometheusLog.suffix(2000))")
+        let targets = try await HTTPProbe.request(api + "/targets", timeout: 5)
+        let health = Self.targetHealth(targets.body)
+        #expect(health == ["up"], "\(targets.body)")
+        let results = try await HTTPProbe.request(api + "/query?query=sum(pushworker_results_total)", timeout: 5)
+        #expect(Self.vectorValue(results.body) == Double(Self.records), "\(results.body)")
+    }
+
+    /// The value of the first sample of an instant-vector answer of the HTTP API.
+    static func vectorValue(_ body: String) -> Double? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+              let data = object["data"] as? [String: Any], let result = data["result"] as? [[String: Any]],
+              let value = result.first?["value"] as? [Any], value.count == 2, let text = value[1] as? String else { return nil }
+        return Double(text)
+    }
+
+    /// The `health` of every active target.
+    static func targetHealth(_ body: String) -> [String] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+              let data = object["data"] as? [String: Any], let targets = data["activeTargets"] as? [[String: Any]] else { return [] }
+        return targets.compactMap { $0["health"] as? String }
+    }
+}
