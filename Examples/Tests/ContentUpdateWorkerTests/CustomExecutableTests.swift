@@ -19,6 +19,7 @@ struct CustomExecutableTests {
           permittedTypes: ["content-update", "ping"],
           workers: { "ping": { kind: "noop", result: "newData" } },
           dev: { partitions: 2 },
+          httpServer: { port: 0 },  // metrics on any free port: tests may run beside a pushworker on 9400
         }
         """
         try text.write(toFile: path, atomically: true, encoding: .utf8)
