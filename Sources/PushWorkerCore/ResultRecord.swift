@@ -82,7 +82,9 @@ public struct ResultRecord: Sendable, Hashable {
         return out.bytes
     }
 
-    static func formatDuration(_ ms: Double) -> String {
+    /// A duration in milliseconds as the result's `durationMs` writes it: at most three decimals, no
+    /// trailing zeros, `0` for anything not positive and finite.
+    public static func formatDuration(_ ms: Double) -> String {
         guard ms.isFinite, ms > 0 else { return "0" }
         let micros = (ms * 1000).rounded()
         let whole = Int64(micros) / 1000

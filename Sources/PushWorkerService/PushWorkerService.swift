@@ -150,6 +150,19 @@ public final class PushWorkerService: Sendable {
         _ = try? await DedicatedThread.run(name: "pushworker-http-stop") { server.stop() }
     }
 
+    /// The log metadata of a result: where its record came from and what became of it.
+    static func metadata(of result: ResultRecord) -> [String: String] {
+        var metadata = [
+            "topic": result.source.topic, "partition": String(result.source.partition), "offset": String(result.source.offset),
+            "messageId": result.messageId, "type": result.type ?? "", "result": result.result.rawValue,
+            "durationMs": ResultRecord.formatDuration(result.durationMs),
+        ]
+        if let reason = result.reason { metadata["reason"] = reason.rawValue }
+        if let worker = result.worker { metadata["worker"] = worker }
+        if let traceparent = result.traceparent { metadata["traceparent"] = traceparent }
+        return metadata
+    }
+
     private func runPipeline(metrics: ServiceMetrics, health: HealthRelay) async throws {
         let tracker = OffsetTracker()
         let executor = BudgetedExecutor(logger: Logger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
@@ -176,8 +189,10 @@ public final class PushWorkerService: Sendable {
             })
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
-            maxInFlight: configuration.maxInFlight, executor: executor) { result in
+            maxInFlight: configuration.maxInFlight, executor: executor) { [logger] result in
                 if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
+                // One line per result at debug level (built only when debug is on).
+                logger.debug("result", metadata: Self.metadata(of: result))
                 publisher.publish(result)
             }
         let loop = ConsumerLoop(

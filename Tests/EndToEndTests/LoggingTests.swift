@@ -45,6 +45,10 @@ struct LoggingTests {
         #expect(timeout?["topic"] as? String == "pushes-\(suffix)")
         #expect(timeout?["partition"] as? String == "0")
         #expect(timeout?["offset"] as? String == "0")
+        let result = objects.first { $0["message"] as? String == "result" && $0["messageId"] as? String == "log-1" }
+        #expect(result?["level"] as? String == "debug")
+        #expect(result?["result"] as? String == "failed" && result?["reason"] as? String == "timeout")
+        #expect(result?["topic"] as? String == "pushes-\(suffix)" && result?["offset"] as? String == "0" && result?["type"] as? String == "slow")
         #expect(objects.contains { $0["label"] as? String == "pushworker.librdkafka" && $0["facility"] != nil },
                 "librdkafka's own log lines come through the same logger")
     }
