@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "PushWorkerCoreTests", dependencies: ["PushWorkerCore", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerKafkaTests", dependencies: ["PushWorkerKafka"]),
         .testTarget(name: "PushWorkerMetricsTests", dependencies: ["PushWorkerMetrics"]),
-        .testTarget(name: "PushWorkerEndpointsTests", dependencies: ["PushWorkerEndpoints"]),
+        .testTarget(name: "PushWorkerEndpointsTests", dependencies: ["PushWorkerEndpoints", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerServiceTests", dependencies: ["PushWorkerService", "PushWorkerTesting", "PushWorkerMetrics"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerKafka", "PushWorkerTesting"]),
     ],

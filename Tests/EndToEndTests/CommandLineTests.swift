@@ -190,15 +190,10 @@ struct CommandLineTests {
     }
 }
 
-/// GET over loopback with URLSession.
+/// GET over loopback.
 func httpGet(_ url: String) async throws -> (status: Int, body: String) {
-    guard let url = URL(string: url) else { throw RunningCommandError("bad URL \(url)") }
-    var request = URLRequest(url: url)
-    request.timeoutInterval = 5
-    let session = URLSession(configuration: .ephemeral)
-    defer { session.finishTasksAndInvalidate() }
-    let (data, response) = try await session.data(for: request)
-    return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    let answer = try await HTTPProbe.request(url, timeout: 5)
+    return (answer.status, answer.body)
 }
 
 /// Polls `condition` every 100 ms until it holds or `timeout` passes.

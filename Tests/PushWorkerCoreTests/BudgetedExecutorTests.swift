@@ -1,4 +1,5 @@
 import Foundation
+import PushWorkerTesting
 import Testing
 @testable import PushWorkerCore
 

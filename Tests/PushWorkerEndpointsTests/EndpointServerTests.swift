@@ -3,6 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import PushWorkerEndpoints
+import PushWorkerTesting
 import Synchronization
 import Testing
 
@@ -10,20 +11,8 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct EndpointServerTests {
     static func get(_ url: String, method: String = "GET") async throws -> (status: Int, headers: [String: String], body: String) {
-        var request = URLRequest(url: try #require(URL(string: url)))
-        request.httpMethod = method
-        request.timeoutInterval = 10
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        let session = URLSession(configuration: configuration)
-        defer { session.finishTasksAndInvalidate() }
-        let (data, response) = try await session.data(for: request)
-        let http = try #require(response as? HTTPURLResponse)
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-        }
-        return (http.statusCode, headers, String(decoding: data, as: UTF8.self))
+        let answer = try await HTTPProbe.request(url, method: method)
+        return (answer.status, answer.headers, answer.body)
     }
 
     static func makeServer(host: String = "127.0.0.1", port: UInt16 = 0, calls: Calls? = nil) throws(EndpointServerError) -> EndpointServer {

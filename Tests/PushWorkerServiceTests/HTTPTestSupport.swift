@@ -7,25 +7,7 @@ import PushWorkerTesting
 import Testing
 
 /// Small HTTP and exposition helpers for the metrics and health tests.
-enum HTTPProbe {
-    /// Sends one request and returns the status, the body and the headers (lower-cased names).
-    static func request(_ url: String, method: String = "GET", timeout: TimeInterval = 10) async throws -> (status: Int, body: String, headers: [String: String]) {
-        var request = URLRequest(url: try #require(URL(string: url)))
-        request.httpMethod = method
-        request.timeoutInterval = timeout
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.urlCache = nil
-        let session = URLSession(configuration: configuration)
-        defer { session.finishTasksAndInvalidate() }
-        let (data, response) = try await session.data(for: request)
-        let http = try #require(response as? HTTPURLResponse)
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
-        }
-        return (http.statusCode, String(decoding: data, as: UTF8.self), headers)
-    }
-
+extension HTTPProbe {
     /// Polls `condition` every 100 ms until it holds or `timeout` passes; returns whether it held.
     static func eventually(timeout: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
         let deadline = ContinuousClock.now.advanced(by: timeout)

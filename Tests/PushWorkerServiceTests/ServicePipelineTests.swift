@@ -157,21 +157,6 @@ struct ServicePipelineTests {
     }
 }
 
-/// An async gate that workers wait on until a test opens it.
-actor Gate {
-    private var isOpen = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-    func wait() async {
-        if isOpen { return }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-    func open() {
-        isOpen = true
-        waiters.forEach { $0.resume() }
-        waiters.removeAll()
-    }
-}
-
 /// Results that the broker refuses are kept and produced again, and their offsets wait for them.
 @Suite(.timeLimit(.minutes(2)))
 struct ResultDeliveryTests {
