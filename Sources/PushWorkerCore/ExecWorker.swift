@@ -5,8 +5,12 @@ import Synchronization
 ///
 /// - The program is started directly from `arguments` (never through a shell); a first argument without
 ///   `/` is looked up in `PATH`.
-/// - stdin: the whole record value. Environment: pushworker's own, plus `PUSHWORKER_MESSAGE_ID`,
-///   `PUSHWORKER_TYPE`, `PUSHWORKER_DEADLINE_MS` (UNIX ms) and, when present, `TRACEPARENT`.
+/// - stdin: the whole record value. Environment: pushworker's own **without** any `PUSHWORKER_*` variable
+///   (so `PUSHWORKER_KAFKA_SASL_PASSWORD` and the like never reach a program) and without
+///   ``withheldVariables``, plus ``environment``, `PUSHWORKER_MESSAGE_ID`, `PUSHWORKER_TYPE`,
+///   `PUSHWORKER_DEADLINE_MS` (UNIX ms) and, when present, `TRACEPARENT`.
+/// - stderr: each line is logged through ``logger`` (at `info`, with `messageId`, `type` and `program`),
+///   so JSON logs stay one object per line; at most ``maxOutputBytes`` per run.
 /// - Outcome: the first stdout line if it is `newData`, `noData` or `failed`, optionally followed by a
 ///   space and a reason; otherwise exit status 0 = `newData`, anything else = `failed` / `workerError`
 ///   with the status as detail.
@@ -21,7 +25,12 @@ public struct ExecWorker: Worker {
     public var workingDirectory: String?
     /// The wait between SIGTERM and SIGKILL once the budget runs out (default 2 s).
     public var terminationGrace: Duration
-    /// The most stdout bytes read (default 64 KiB); more are discarded.
+    /// Variables of pushworker's environment the program does not inherit, beside every `PUSHWORKER_*`
+    /// one (e.g. the variables http workers read their secret headers from).
+    public var withheldVariables: Set<String>
+    /// Where the program's stderr lines go.
+    public var logger: Logger
+    /// The most stdout bytes read, and the most stderr bytes logged, per run (64 KiB); more are discarded.
     public static let maxOutputBytes = 65_536
 
     /// Creates an exec worker.
@@ -30,11 +39,32 @@ public struct ExecWorker: Worker {
     ///   - environment: extra environment variables.
     ///   - workingDirectory: the working directory, or `nil`.
     ///   - terminationGrace: the wait between SIGTERM and SIGKILL (default 2 s).
-    public init(arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil, terminationGrace: Duration = .seconds(2)) {
+    ///   - withheldVariables: variables not inherited, beside every `PUSHWORKER_*` one (default none).
+    ///   - logger: where the program's stderr lines go (default label `pushworker.exec`).
+    public init(
+        arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil, terminationGrace: Duration = .seconds(2),
+        withheldVariables: Set<String> = [], logger: Logger = Logger(label: "pushworker.exec")
+    ) {
         self.arguments = arguments
         self.environment = environment
         self.workingDirectory = workingDirectory
         self.terminationGrace = terminationGrace
+        self.withheldVariables = withheldVariables
+        self.logger = logger
+    }
+
+    /// The program's environment: pushworker's own without `PUSHWORKER_*` variables and
+    /// ``withheldVariables``, then ``environment``, then the job's variables.
+    func programEnvironment(for job: Job, inherited: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
+        var env = inherited.filter { !$0.key.hasPrefix("PUSHWORKER_") && !withheldVariables.contains($0.key) }
+        for (name, value) in environment { env[name] = value }
+        env["PUSHWORKER_MESSAGE_ID"] = job.messageId
+        env["PUSHWORKER_TYPE"] = job.type ?? ""
+        env["PUSHWORKER_DEADLINE_MS"] = String(job.deadlineMs)
+        // W3C trace context of the record (the TRACEPARENT variable OpenTelemetry SDKs read); unset when the
+        // record has none, so the service's own environment never leaks in.
+        env["TRACEPARENT"] = job.traceparent
+        return env
     }
 
     /// An exec worker failure before the program ran.
@@ -62,20 +92,14 @@ public struct ExecWorker: Worker {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = Array(arguments.dropFirst())
-        var env = ProcessInfo.processInfo.environment
-        for (name, value) in environment { env[name] = value }
-        env["PUSHWORKER_MESSAGE_ID"] = job.messageId
-        env["PUSHWORKER_TYPE"] = job.type ?? ""
-        env["PUSHWORKER_DEADLINE_MS"] = String(job.deadlineMs)
-        // W3C trace context of the record (the TRACEPARENT variable OpenTelemetry SDKs read); unset when the
-        // record has none, so the service's own environment never leaks in.
-        env["TRACEPARENT"] = job.traceparent
-        process.environment = env
+        process.environment = programEnvironment(for: job)
         if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
         let stdin = Pipe()
         let stdout = Pipe()
+        let stderr = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout
+        process.standardError = stderr
         let run = ProcessRun()
         process.terminationHandler = { process in
             run.finish(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal)
@@ -98,6 +122,9 @@ public struct ExecWorker: Worker {
                     return
                 }
                 continuation.resume(returning: .success(process.processIdentifier))
+                Self.logLines(of: stderr.fileHandleForReading, logger: logger, metadata: [
+                    "messageId": job.messageId, "type": job.type ?? "", "program": program,
+                ])
                 // A program that exits without reading stdin must not kill pushworker with SIGPIPE: block it
                 // on this thread only (the write then fails with EPIPE).
                 var pipeSignal = sigset_t()
@@ -133,6 +160,35 @@ public struct ExecWorker: Worker {
         }
         if Task.isCancelled { throw CancellationError() }
         return Self.outcome(status: status, signaled: signaled, stdout: output)
+    }
+
+    /// Logs each line the program writes to stderr, on a thread of its own, until the pipe closes; at most
+    /// ``maxOutputBytes`` are logged, the rest is read and dropped (so the program never blocks on it).
+    static func logLines(of handle: FileHandle, logger: Logger, metadata: [String: String]) {
+        Thread.detachNewThread {
+            var pending = Data()
+            var logged = 0
+            func emit(_ line: Data) {
+                guard logged < maxOutputBytes else { return }
+                logged += line.count + 1
+                var text = String(decoding: line, as: UTF8.self)
+                if text.hasSuffix("\r") { text.removeLast() }
+                logger.info(logged > maxOutputBytes ? "\(text) [stderr beyond \(maxOutputBytes) bytes dropped]" : text, metadata: metadata)
+            }
+            while case let chunk = handle.availableData, !chunk.isEmpty {
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    emit(pending[pending.startIndex..<newline])
+                    pending.removeSubrange(pending.startIndex...newline)
+                }
+                if pending.count > maxOutputBytes {  // a very long line: log what came so far
+                    emit(pending)
+                    pending.removeAll()
+                }
+            }
+            if !pending.isEmpty { emit(pending) }
+            try? handle.close()
+        }
     }
 
     /// Maps a finished program to an outcome (contract section 6, exec).

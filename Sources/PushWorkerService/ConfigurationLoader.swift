@@ -96,12 +96,12 @@ extension ServiceConfiguration {
         if var workers = try reader.object("workers") {
             for type in workers.keys {
                 guard var spec = try workers.object(type) else { continue }
-                self.workers[type] = try Self.parseWorker(&spec, environment: environment)
+                self.workers[type] = try Self.parseWorker(&spec, environment: environment, secretVariables: &secretVariables)
             }
             try workers.finish()
         }
         if var spec = try reader.object("defaultWorker") {
-            defaultWorker = try Self.parseWorker(&spec, environment: environment)
+            defaultWorker = try Self.parseWorker(&spec, environment: environment, secretVariables: &secretVariables)
         }
         try reader.finish()
     }
@@ -237,7 +237,7 @@ extension ServiceConfiguration {
         return format
     }
 
-    private static func parseWorker(_ spec: inout ConfigReader, environment: [String: String]) throws -> WorkerSpec {
+    private static func parseWorker(_ spec: inout ConfigReader, environment: [String: String], secretVariables: inout Set<String>) throws -> WorkerSpec {
         guard let kind = try spec.string("kind") else {
             throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "is required: exec, http or noop")
         }
@@ -282,6 +282,7 @@ extension ServiceConfiguration {
             }
             var headers = try spec.stringMap("headers") ?? [:]
             for (header, variable) in try spec.stringMap("headersFromEnv") ?? [:] {
+                secretVariables.insert(variable)
                 guard let value = environment[variable] else {
                     throw ConfigurationError(.invalidValue, key: spec.path + ".headersFromEnv.\(header)", "the environment variable \(variable) is not set")
                 }

@@ -35,6 +35,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var workers: [String: WorkerSpec] = [:]
     /// The worker for a missing or unregistered `type`, or `nil` (then: `noData` / `noWorker`).
     public var defaultWorker: WorkerSpec?
+    /// Environment variables that hold secrets of the configured workers (http workers' `headersFromEnv`):
+    /// exec worker programs do not inherit them (nor any `PUSHWORKER_*` variable).
+    public var secretVariables: Set<String> = []
     /// The payload types this deployment handles, declared up front (like iOS's
     /// `BGTaskSchedulerPermittedIdentifiers`), or `nil` to accept whatever workers are registered. When set,
     /// startup is refused if a registered worker's type is not listed or a listed type has no worker
@@ -58,10 +61,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public func makeRegistry() -> WorkerRegistry {
         var registry = WorkerRegistry(defaultBudget: .milliseconds(defaultBudgetMs))
         for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
-            registry.register(type: type, worker: spec.makeWorker(), name: "\(spec.kindName):\(type)", budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
+            registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: "\(spec.kindName):\(type)", budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
         }
         if let spec = defaultWorker {
-            registry.setDefault(worker: spec.makeWorker(), name: "\(spec.kindName):default", budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
+            registry.setDefault(worker: spec.makeWorker(withholding: secretVariables), name: "\(spec.kindName):default", budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
         }
         return registry
     }

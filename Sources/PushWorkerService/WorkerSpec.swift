@@ -38,10 +38,13 @@ public struct WorkerSpec: Sendable, Equatable {
     }
 
     /// Builds the worker.
-    public func makeWorker() -> any Worker {
+    /// - Parameter withheldVariables: environment variables an exec worker's program does not inherit
+    ///   (beside every `PUSHWORKER_*` one), e.g. ``ServiceConfiguration/secretVariables``.
+    public func makeWorker(withholding withheldVariables: Set<String> = []) -> any Worker {
         switch kind {
         case .exec(let arguments, let environment, let workingDirectory, let graceMs):
-            ExecWorker(arguments: arguments, environment: environment, workingDirectory: workingDirectory, terminationGrace: .milliseconds(graceMs))
+            ExecWorker(arguments: arguments, environment: environment, workingDirectory: workingDirectory,
+                       terminationGrace: .milliseconds(graceMs), withheldVariables: withheldVariables)
         case .noop(let result, let reason, let delayMs):
             NoopWorker(outcome: WorkerOutcome(result, reason: reason.map { ResultReason($0) }), delay: .milliseconds(delayMs))
         case .http(let url, let headers, let timeoutMs):

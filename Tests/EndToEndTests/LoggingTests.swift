@@ -17,19 +17,23 @@ struct LoggingTests {
     @Test func jsonLogsAreOneObjectPerLineWithRecordMetadataAndLibrdkafkaFoldedIn() async throws {
         let suffix = String(UUID().uuidString.prefix(8).lowercased())
         let config = try CommandLineTests.writeConfig(CommandLineTests.config(
-            suffix: suffix, workers: #""slow": { kind: "noop", result: "newData", delayMs: 5000, budgetMs: 300 }"#,
+            suffix: suffix, workers: #""slow": { kind: "noop", result: "newData", delayMs: 5000, budgetMs: 300 }, "broken": { kind: "exec", command: ["\#(PushWorkerExecutable.packageRoot.path)/Examples/workers/broken.sh"] }"#,
             extra: #"kafka: { debug: "cgrp" }, dev: { partitions: 1 },"#))
         let broker = try startPushworker(["dev", "--broker-only", "--config", config])
         let servers = String((try await broker.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
         let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--type", "slow",
                                                 "--header", "apns-id=log-1"])
         #expect(produced.status == 0)
+        let broken = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--type", "broken",
+                                              "--header", "apns-id=log-2"])
+        #expect(broken.status == 0)
 
         let service = try startPushworker(["run", "--config", config, "--bootstrap-servers", servers],
                                           environment: ["PUSHWORKER_LOG_FORMAT": "json", "PUSHWORKER_LOG_LEVEL": "debug"])
         let results = try await runPushworker(["results", "--bootstrap-servers", servers, "--topic", "results-\(suffix)",
-                                               "--from-beginning", "--count", "1", "--timeout", "60"], timeout: .seconds(90))
-        #expect(results.stdout.first?.contains("\"timeout\"") == true)
+                                               "--from-beginning", "--count", "2", "--timeout", "60"], timeout: .seconds(90))
+        #expect(results.stdout.contains { $0.contains("\"timeout\"") })
+        #expect(results.stdout.contains { $0.contains("\"exit status 3\"") })
         service.signal(SIGTERM)
         #expect(try await service.waitForExit(timeout: .seconds(30)) == 0)
         broker.signal(SIGTERM)
@@ -45,6 +49,9 @@ struct LoggingTests {
         #expect(timeout?["topic"] as? String == "pushes-\(suffix)")
         #expect(timeout?["partition"] as? String == "0")
         #expect(timeout?["offset"] as? String == "0")
+        let stderrLine = objects.first { $0["label"] as? String == "pushworker.exec" && $0["messageId"] as? String == "log-2" }
+        #expect(stderrLine?["message"] as? String == "broken worker: simulated failure", "an exec program's stderr is logged, not passed through")
+        #expect(stderrLine?["type"] as? String == "broken")
         let result = objects.first { $0["message"] as? String == "result" && $0["messageId"] as? String == "log-1" }
         #expect(result?["level"] as? String == "debug")
         #expect(result?["result"] as? String == "failed" && result?["reason"] as? String == "timeout")
