@@ -17,7 +17,7 @@ extension ServiceConfiguration {
         ("PUSHWORKER_HTTP_HOST", "httpServer.host"),
         ("PUSHWORKER_HTTP_PORT", "httpServer.port (0 = any free port)"),
         ("PUSHWORKER_GROUP_INSTANCE_ID", "consumer.\"group.instance.id\" (static membership, e.g. the pod name)"),
-        ("PUSHWORKER_KAFKA_<NAME>", "kafka.\"<name>\": any librdkafka property, upper-case with '_' for '.' (e.g. PUSHWORKER_KAFKA_SASL_PASSWORD)"),
+        ("PUSHWORKER_KAFKA_<NAME>", "kafka.\"<name>\" (and consumer/producer where the file sets it): any librdkafka property, upper-case with '_' for '.' (e.g. PUSHWORKER_KAFKA_SASL_PASSWORD)"),
     ]
 
     /// The prefix of environment variables that set librdkafka properties: `PUSHWORKER_KAFKA_SASL_PASSWORD`
@@ -144,6 +144,9 @@ extension ServiceConfiguration {
                 throw ConfigurationError(.kafkaProperty, key: name, "sets librdkafka property '\(property)': \(error.message)")
             }
             kafka[property] = value
+            // The environment wins over the file everywhere the file set the property.
+            if consumer[property] != nil { consumer[property] = value }
+            if producer[property] != nil { producer[property] = value }
         }
     }
 

@@ -208,6 +208,10 @@ import Testing
         #expect(ServiceConfiguration.kafkaProperty(forEnvironmentVariable: "PUSHWORKER_KAFKA_SSL_CA_LOCATION") == "ssl.ca.location")
         #expect(ServiceConfiguration.kafkaProperty(forEnvironmentVariable: "PUSHWORKER_GROUP_ID") == nil)
 
+        // The environment also wins where the file set the property for one client only.
+        let sectioned = try Self.load(#"{ consumer: { "session.timeout.ms": 6000 } }"#, environment: ["PUSHWORKER_KAFKA_SESSION_TIMEOUT_MS": "45000"])
+        #expect(sectioned.consumerProperties["session.timeout.ms"] == "45000")
+
         let unknown = Self.error("{}", environment: ["PUSHWORKER_KAFKA_NO_SUCH_THING": "1"])
         #expect(unknown?.key == "PUSHWORKER_KAFKA_NO_SUCH_THING")
         #expect(unknown?.message.contains("no.such.thing") == true)
