@@ -10,6 +10,9 @@ final class ConsumerLoop: Sendable {
         /// Whether backpressure has paused the assignment.
         var paused = false
         var assigned: Set<TopicPartition> = []
+        /// Whether the service is closing the consumer: the shutdown has already waited for jobs and
+        /// results, so the revocation that `close` brings does not wait again.
+        var closing = false
     }
 
     private let state = Mutex(State())
@@ -137,8 +140,11 @@ final class ConsumerLoop: Sendable {
         }
     }
 
-    /// Stores the committable offset of every tracked partition (idempotent; used before the final commit).
-    func storeCommittable() {
+    /// Stores the committable offset of every tracked partition (idempotent; used before the final commit),
+    /// and marks the loop as closing: the revocation `close` brings stores what is acknowledged without
+    /// waiting again (the shutdown has waited `drainTimeoutMs` for jobs and then for results already).
+    func storeCommittableBeforeClose() {
+        state.withLock { $0.closing = true }
         consumer.storeOffsets(tracker.committable)
     }
 
@@ -158,7 +164,8 @@ final class ConsumerLoop: Sendable {
         case .revoking(let partitions):
             logger.info("partitions revoked: finishing their running jobs", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
             takeBack(partitions)
-            let deadline = ContinuousClock.now.advanced(by: .milliseconds(drainTimeoutMs))
+            let closing = state.withLock { $0.closing }
+            let deadline = ContinuousClock.now.advanced(by: .milliseconds(closing ? 0 : drainTimeoutMs))
             while !tracker.settled(partitions) && ContinuousClock.now < deadline {
                 beat()
                 publisher.retryBacklog()

@@ -242,7 +242,7 @@ public final class PushWorkerService: Sendable {
         if left > 0 { logger.warning("results not acknowledged at shutdown; their records will be read again", metadata: ["count": String(left)]) }
         do {
             try await DedicatedThread.run(name: "pushworker-close") {
-                loop.storeCommittable()
+                loop.storeCommittableBeforeClose()
                 do { try consumer.commit() } catch { storeLogger.warning("final commit failed", metadata: ["error": "\(error)"]) }
                 try consumer.close()
             }

@@ -160,6 +160,34 @@ struct ServicePipelineTests {
 /// Results that the broker refuses are kept and produced again, and their offsets wait for them.
 @Suite(.timeLimit(.minutes(2)))
 struct ResultDeliveryTests {
+    @Test func aStopWithUndeliverableResultsWaitsOneDrainForThemNotMore() async throws {
+        let gate = Gate()
+        var registry = WorkerRegistry()
+        registry.register(type: "quick", worker: ClosureWorker { _ in .newData })
+        registry.register(type: "gated", worker: ClosureWorker { _ in await gate.wait(); return .newData })
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) {
+            $0.drainTimeoutMs = 4000
+            $0.producer["message.timeout.ms"] = "60000"  // the results stay in librdkafka's queue
+        }
+        try await harness.produce(#"{"aps":{"content-available":1},"type":"quick"}"#)
+        try await harness.produce(#"{"aps":{"content-available":1},"type":"gated"}"#)
+        _ = try await harness.results(count: 1)
+        // From now on every Produce request fails (REQUEST_TIMED_OUT, retriable): the gated job's result is stuck.
+        harness.cluster.pushRequestErrors(apiKey: 0, count: 100_000, error: 7)
+        await gate.open()
+        try await Task.sleep(for: .milliseconds(500))
+        let start = ContinuousClock.now
+        try await harness.stopService()
+        let elapsed = start.duration(to: .now)
+        // One drain for the results (4 s) and the close; before, the revocation inside close waited a second
+        // drain (≥ 8 s in all).
+        #expect(elapsed >= .seconds(4), "it waited for the stuck result: \(elapsed)")
+        #expect(elapsed < .seconds(7), "it waited more than one drain for results: \(elapsed)")
+        let committed = try await harness.committedOffsets()
+        #expect(committed[0] == 1, "the stuck result's offset is not committed")
+        harness.cluster.shutdown()
+    }
+
     @Test func undeliveredResultsAreRetriedNeverDropped() async throws {
         let gate = Gate()
         var registry = WorkerRegistry()
