@@ -247,8 +247,10 @@ public final class JobDispatcher: Sendable {
     private func result(of pending: Pending, _ report: ExecutionReport) -> ResultRecord {
         let job = pending.job
         return ResultRecord(
-            messageId: job.messageId, type: job.type, result: report.outcome.result, reason: report.outcome.reason,
-            detail: report.outcome.detail, worker: pending.worker.name, attempt: job.attempt, source: job.source,
+            messageId: job.messageId, type: job.type, result: report.outcome.result,
+            reason: report.outcome.reason.map { ResultReason(ResultRecord.truncated($0.rawValue, toBytes: ResultRecord.maxReasonBytes)) },
+            detail: report.outcome.detail.map { ResultRecord.truncated($0, toBytes: ResultRecord.maxDetailBytes) },
+            worker: pending.worker.name, attempt: job.attempt, source: job.source,
             receivedAtMs: pending.receivedAtMs, startedAtMs: report.startedAtMs, finishedAtMs: report.finishedAtMs,
             durationMs: report.durationMs, key: job.key, traceparent: job.traceparent, hasApnsId: pending.hasApnsId)
     }

@@ -82,6 +82,29 @@ public struct ResultRecord: Sendable, Hashable {
         return out.bytes
     }
 
+    /// The longest worker-defined `reason` kept, in UTF-8 bytes (256); longer ones are cut (see ``truncated(_:toBytes:)``).
+    public static let maxReasonBytes = 256
+    /// The longest worker-defined `detail` kept, in UTF-8 bytes (2048). Together with the payload limit this
+    /// keeps every result record far below librdkafka's `message.max.bytes`, so a worker's output can never
+    /// make a result unproducible (which would hold back every later result of its partition).
+    public static let maxDetailBytes = 2048
+
+    /// `text` cut to at most `limit` UTF-8 bytes on a character boundary, ending in `…` when cut.
+    public static func truncated(_ text: String, toBytes limit: Int) -> String {
+        guard text.utf8.count > limit else { return text }
+        let ellipsis = "…"
+        var result = ""
+        var used = 0
+        let budget = max(0, limit - ellipsis.utf8.count)
+        for character in text {
+            let size = character.utf8.count
+            if used + size > budget { break }
+            result.append(character)
+            used += size
+        }
+        return result + ellipsis
+    }
+
     /// A duration in milliseconds as the result's `durationMs` writes it: at most three decimals, no
     /// trailing zeros, `0` for anything not positive and finite.
     public static func formatDuration(_ ms: Double) -> String {

@@ -74,6 +74,25 @@ import Testing
         #expect(dispatcher.runningCount == 0 && dispatcher.waitingCount == 0)
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func workerReasonsAndDetailsAreCutSoResultsStayProducible() async throws {
+        let collector = ResultCollector()
+        var registry = WorkerRegistry()
+        registry.register(type: "content-update", worker: ClosureWorker { _ in
+            .failed(ResultReason(String(repeating: "r", count: 5000)), detail: String(repeating: "é", count: 10_000))
+        })
+        let dispatcher = JobDispatcher(registry: registry, maxInFlight: 4, executor: BudgetedExecutor(), onResult: collector.onResult)
+        dispatcher.submit([record(Payload.silent())])
+        #expect(await idle(dispatcher))
+        let result = try #require(collector.result(offset: 1))
+        #expect(result.reason?.rawValue.utf8.count ?? 0 <= ResultRecord.maxReasonBytes)
+        #expect(result.reason?.rawValue.hasSuffix("…") == true)
+        #expect(result.detail?.utf8.count ?? 0 <= ResultRecord.maxDetailBytes)
+        #expect(result.detail?.hasPrefix("éé") == true && result.detail?.hasSuffix("…") == true, "cut on a character boundary")
+        #expect(result.jsonBytes().count < 4096)
+        #expect(ResultRecord.truncated("short", toBytes: 256) == "short")
+    }
+
     static let typeCases: [(String, String, String?)] = [
         ("missing type", #"{"aps":{"content-available":1}}"#, nil),
         ("type is a number", #"{"aps":{"content-available":1},"type":7}"#, nil),
