@@ -68,6 +68,29 @@ extension KafkaConfiguration {
     public func validate() throws {
         rd_kafka_conf_destroy(try makeConf())
     }
+
+    /// Checks the properties as a client's creation does: creates a client with them (`rd_kafka_new`) and
+    /// destroys it at once. librdkafka loads the TLS material (`ssl.ca.location`, `ssl.certificate.location`,
+    /// `ssl.key.location`, …) and checks SASL settings at creation, so a CA file that is not a certificate
+    /// is found here, as `run` would find it. The client gets no `bootstrap.servers`, so it never connects,
+    /// and its logs are dropped.
+    /// - Parameter consumer: whether to create a consumer (else a producer).
+    /// - Throws: ``KafkaError/Code/invalidConfiguration`` for a property librdkafka rejects;
+    ///   ``KafkaError/Code/clientCreation`` with librdkafka's message when the client cannot be created.
+    public func validateByCreatingClient(consumer: Bool) throws {
+        var offline = self
+        offline["bootstrap.servers"] = nil
+        offline["metadata.broker.list"] = nil
+        let conf = try offline.makeConf()
+        rd_kafka_conf_set_log_cb(conf) { _, _, _, _ in }
+        var errstr = [CChar](repeating: 0, count: 512)
+        guard let rk = rd_kafka_new(consumer ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER, conf, &errstr, errstr.count) else {
+            rd_kafka_conf_destroy(conf)
+            let text = String(decoding: errstr.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw KafkaError(.clientCreation, text)
+        }
+        rd_kafka_destroy_flags(rk, Int32(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE))
+    }
 }
 
 /// Facts about the linked librdkafka.

@@ -194,15 +194,25 @@ extension ServiceConfiguration {
         if bootstrapServers.isEmpty {
             throw ConfigurationError(.invalidValue, key: "kafka.bootstrap.servers", "is empty; set it in the file, PUSHWORKER_BOOTSTRAP_SERVERS or --bootstrap-servers")
         }
-        try checkFileProperties()
         if consumer["enable.auto.offset.store"] == "true" || kafka["enable.auto.offset.store"] == "true" {
             throw ConfigurationError(.kafkaProperty, key: "consumer.enable.auto.offset.store", "pushworker stores each offset itself once its result is acknowledged; remove this property")
         }
         for (section, properties) in [("consumer", consumerProperties), ("producer", producerProperties)] {
+            let key = section == "consumer" ? "kafka/consumer" : "kafka/producer"
             do {
                 try properties.validate()
             } catch let error as KafkaError {
-                throw ConfigurationError(.kafkaProperty, key: section == "consumer" ? "kafka/consumer" : "kafka/producer", error.message)
+                throw ConfigurationError(.kafkaProperty, key: key, error.message)
+            }
+        }
+        try checkFileProperties()
+        // Then as a client's creation checks them (TLS material is loaded, SASL checked), offline.
+        for (section, properties) in [("consumer", consumerProperties), ("producer", producerProperties)] {
+            do {
+                try properties.validateByCreatingClient(consumer: section == "consumer")
+            } catch let error as KafkaError {
+                throw ConfigurationError(.kafkaProperty, key: section == "consumer" ? "kafka/consumer" : "kafka/producer",
+                                         "librdkafka cannot create the \(section) with these properties: \(error.message)")
             }
         }
         if httpServer.enabled {

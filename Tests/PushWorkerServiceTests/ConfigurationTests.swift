@@ -243,11 +243,18 @@ import Testing
         let directory = Self.error(#"{ kafka: { "ssl.key.location": "/tmp" } }"#)
         #expect(directory?.message.contains("directory") == true)
 
-        // Files that exist pass, and `probe` asks librdkafka to search the system's CA locations.
+        // A file that exists but is no certificate is refused too: librdkafka loads it as run would.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("pushworker-ca-\(UUID().uuidString.prefix(6)).pem")
-        try "-----BEGIN CERTIFICATE-----\n".write(to: file, atomically: true, encoding: .utf8)
+        try "-----BEGIN CERTIFICATE-----\nnot a certificate\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        _ = try Self.load(#"{ kafka: { "security.protocol": "SSL", "ssl.ca.location": "\#(file.path)" } }"#)
+        let garbage = Self.error(#"{ kafka: { "security.protocol": "SSL", "ssl.ca.location": "\#(file.path)" } }"#)
+        #expect(garbage?.key == "kafka/consumer")
+        #expect(garbage?.message.contains("ssl.ca.location") == true, "\(garbage?.message ?? "-")")
+        // Real CA files pass, and `probe` asks librdkafka to search the system's CA locations.
+        let system = "/etc/ssl/certs/ca-certificates.crt"
+        if FileManager.default.fileExists(atPath: system) {
+            _ = try Self.load(#"{ kafka: { "security.protocol": "SSL", "ssl.ca.location": "\#(system)" } }"#)
+        }
         _ = try Self.load(#"{ kafka: { "security.protocol": "SSL", "ssl.ca.location": "probe" } }"#)
     }
 
