@@ -150,6 +150,11 @@ final class ConsumerLoop: Sendable {
 
     /// Handles a rebalance, on the thread serving the consumer.
     func rebalanced(_ event: KafkaRebalanceEvent) {
+        // Incremental (cooperative) rebalances often hand this member nothing new: nothing to do or count.
+        switch event {
+        case .assigned(let partitions), .revoking(let partitions), .lost(let partitions):
+            if partitions.isEmpty { return }
+        }
         statistics { $0.rebalances += 1 }
         metrics.rebalanced(event)
         switch event {
