@@ -20,9 +20,7 @@ public enum Clock {
 
     /// The wall-clock time, in UNIX milliseconds, of a monotonic instant.
     public static func wallMs(at instant: ContinuousClock.Instant) -> Int64 {
-        let offset = ContinuousClock.now.duration(to: instant)
-        let (seconds, attoseconds) = offset.components
-        return nowMs() + seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        nowMs() + ContinuousClock.now.duration(to: instant).wholeMilliseconds
     }
 
     /// Formats UNIX milliseconds as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T10:16:48.123Z`.

@@ -126,8 +126,7 @@ final class DeadlineTimer: @unchecked Sendable {
             // needs no wake-up, so scheduling a job (deadlines are seconds away) rarely signals this thread.
             let target = min(earliest ?? now.advanced(by: Self.idleWait), now.advanced(by: Self.idleWait))
             waitingUntil = target
-            let (seconds, attoseconds) = now.duration(to: target).components
-            _ = condition.wait(until: Date(timeIntervalSinceNow: Double(seconds) + Double(attoseconds) / 1e18))
+            _ = condition.wait(until: Date(timeIntervalSinceNow: now.duration(to: target).timeInterval))
             waitingUntil = nil
         }
         lastRoundNs.store(0, ordering: .relaxed)

@@ -154,7 +154,7 @@ public struct ExecWorker: Worker {
             // group, so that programs it started stop too.
             kill(-pid, SIGTERM)
             Thread.detachNewThread {
-                Thread.sleep(forTimeInterval: Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18)
+                Thread.sleep(forTimeInterval: grace.timeInterval)
                 kill(-pid, SIGKILL)
             }
         }

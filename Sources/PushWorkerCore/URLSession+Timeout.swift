@@ -19,8 +19,7 @@ extension URLSession {
     ///   when the calling task is cancelled (e.g. at the job's deadline).
     public func data(for request: URLRequest, timeout: Duration) async throws -> (Data, URLResponse) {
         var request = request
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        request.timeoutInterval = max(1, seconds.rounded(.up))
+        request.timeoutInterval = max(1, timeout.timeInterval.rounded(.up))
         let limited = request
         let result = try await withThrowingTaskGroup(of: Response.self) { group in
             group.addTask { Response(try await self.data(for: limited)) }

@@ -197,22 +197,17 @@ extension ServiceConfiguration {
         if consumer["enable.auto.offset.store"] == "true" || kafka["enable.auto.offset.store"] == "true" {
             throw ConfigurationError(.kafkaProperty, key: "consumer.enable.auto.offset.store", "pushworker stores each offset itself once its result is acknowledged; remove this property")
         }
+        try checkFileProperties()
+        // Each property through rd_kafka_conf_set, then a client created offline with them all (librdkafka
+        // loads the TLS material and checks SASL settings at creation), as `run` would.
         for (section, properties) in [("consumer", consumerProperties), ("producer", producerProperties)] {
             let key = section == "consumer" ? "kafka/consumer" : "kafka/producer"
             do {
-                try properties.validate()
-            } catch let error as KafkaError {
-                throw ConfigurationError(.kafkaProperty, key: key, error.message)
-            }
-        }
-        try checkFileProperties()
-        // Then as a client's creation checks them (TLS material is loaded, SASL checked), offline.
-        for (section, properties) in [("consumer", consumerProperties), ("producer", producerProperties)] {
-            do {
                 try properties.validateByCreatingClient(consumer: section == "consumer")
+            } catch let error as KafkaError where error.code == .invalidConfiguration {
+                throw ConfigurationError(.kafkaProperty, key: key, error.message)
             } catch let error as KafkaError {
-                throw ConfigurationError(.kafkaProperty, key: section == "consumer" ? "kafka/consumer" : "kafka/producer",
-                                         "librdkafka cannot create the \(section) with these properties: \(error.message)")
+                throw ConfigurationError(.kafkaProperty, key: key, "librdkafka cannot create the \(section) with these properties: \(error.message)")
             }
         }
         if httpServer.enabled {

@@ -61,10 +61,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public func makeRegistry() -> WorkerRegistry {
         var registry = WorkerRegistry(defaultBudget: .milliseconds(defaultBudgetMs))
         for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
-            registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: "\(spec.kindName):\(type)", budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
+            registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: type), budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
         }
         if let spec = defaultWorker {
-            registry.setDefault(worker: spec.makeWorker(withholding: secretVariables), name: "\(spec.kindName):default", budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
+            registry.setDefault(worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: "default"), budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
         }
         return registry
     }
@@ -109,9 +109,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// plus 10 s, so that a running job of any type can finish or reach its deadline.
     public func drainTimeoutMs(for registry: WorkerRegistry) -> Int {
         if let drainTimeoutMs { return drainTimeoutMs }
-        let largest = registry.largestBudget.components
-        let largestMs = Int(largest.seconds) * 1000 + Int(largest.attoseconds / 1_000_000_000_000_000)
-        return max(effectiveDrainTimeoutMs, largestMs + 10_000)
+        return max(effectiveDrainTimeoutMs, Int(registry.largestBudget.wholeMilliseconds) + 10_000)
     }
 
     /// Checks the workers registered for this deployment (configured and Swift ones) against
@@ -152,5 +150,12 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         self.enabled = enabled
         self.host = host
         self.port = port
+    }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds (truncated), as the configuration counts budgets.
+    var wholeMilliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

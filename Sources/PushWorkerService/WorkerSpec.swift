@@ -37,6 +37,10 @@ public struct WorkerSpec: Sendable, Equatable {
         }
     }
 
+    /// The worker's name in results (`worker`) when it serves `type`: `<kind>:<type>`, e.g. `exec:content-update`
+    /// (`<kind>:default` for the default worker).
+    public func registeredName(for type: String) -> String { "\(kindName):\(type)" }
+
     /// Builds the worker.
     /// - Parameter withheldVariables: environment variables an exec worker's program does not inherit
     ///   (beside every `PUSHWORKER_*` one), e.g. ``ServiceConfiguration/secretVariables``.

@@ -39,16 +39,12 @@ public final class ContentVersions: Sendable {
     }
 
     /// Records `version` for `contentId`.
-    /// - Returns: `true` if it differs from the version recorded before (or none was).
-    @discardableResult
-    public func record(_ version: Version, for contentId: String) -> Bool {
+    public func record(_ version: Version, for contentId: String) {
         items.withLock { items in
-            let previous = items[contentId]
-            if previous == nil, items.count >= capacity, let any = items.keys.first {
+            if items[contentId] == nil, items.count >= capacity, let any = items.keys.first {
                 items[any] = nil
             }
             items[contentId] = version
-            return previous?.digest != version.digest
         }
     }
 }

@@ -36,15 +36,12 @@ extension ServiceConfiguration {
     /// The workers of `registry` that the configuration did not declare (a custom executable's Swift
     /// workers), by type: their result name, budget and concurrency limit.
     func swiftWorkers(in registry: WorkerRegistry) -> [String: JSONValue] {
-        func milliseconds(_ duration: Duration) -> Int64 {
-            duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        }
         var result: [String: JSONValue] = [:]
         for type in registry.types {
             guard let registered = registry.route(type: type) else { continue }
-            if let spec = workers[type], registered.name == "\(spec.kindName):\(type)" { continue }  // the configured one
+            if let spec = workers[type], registered.name == spec.registeredName(for: type) { continue }  // the configured one
             result[type] = .object([
-                "worker": .string(registered.name), "budgetMs": .int(milliseconds(registered.budget)),
+                "worker": .string(registered.name), "budgetMs": .int(registered.budget.wholeMilliseconds),
                 "maxConcurrent": registered.maxConcurrent.map { .int(Int64($0)) } ?? .null,
             ])
         }
