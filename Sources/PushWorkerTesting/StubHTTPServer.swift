@@ -51,7 +51,7 @@ public final class StubHTTPServer: Sendable {
     /// The TCP port the server listens on (chosen by the system).
     public let port: UInt16
     private let listener: Int32
-    private let state = Mutex<(connections: Int, requests: [Request])>((0, []))
+    private let state = Mutex<(connections: Int, requests: [Request], listening: Bool)>((0, [], true))
 
     /// Starts the server on `127.0.0.1` and an ephemeral port.
     /// - Parameter handler: answers each request (called on the connection's thread).
@@ -74,10 +74,23 @@ public final class StubHTTPServer: Sendable {
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
         port = UInt16(bigEndian: address.sin_port)
         listener = fd
+        // The accept thread owns the listening descriptor and is the only one to close it. If `stop()`
+        // closed it, the number could be reused by another server's socket while this thread is between
+        // two `accept` calls, and this thread would then answer that server's connections.
         Thread.detachNewThread { [self] in
+            defer {
+                // Under the lock, so that a later `stop()` never shuts down a reused descriptor number.
+                state.withLock { state in
+                    state.listening = false
+                    close(fd)
+                }
+            }
             while true {
                 let connection = accept(fd, nil, nil)
-                if connection < 0 { return }
+                if connection < 0 {
+                    if errno == EINTR || errno == ECONNABORTED { continue }
+                    return  // EINVAL once `stop()` has shut the socket down
+                }
                 state.withLock { $0.connections += 1 }
                 Thread.detachNewThread { [self] in serve(connection, handler) }
             }
@@ -96,8 +109,10 @@ public final class StubHTTPServer: Sendable {
 
     /// Stops accepting connections (open keep-alive connections end when their client closes them).
     public func stop() {
-        shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        // Makes the blocked (or next) `accept` fail; the accept thread then closes the descriptor.
+        state.withLock { state in
+            if state.listening { shutdown(listener, Int32(SHUT_RDWR)) }
+        }
     }
 
     private func serve(_ connection: Int32, _ handler: @Sendable (Request) -> Response) {

@@ -102,8 +102,10 @@ struct ContentUpdateWorkerTests {
     @Test func theTraceparentIsForwarded() async throws {
         let server = try ContentServer(["t-1": "x"])
         let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-        _ = await WorkerProbe.run(ContentUpdateWorker(baseURL: server.baseURL), payload: Self.payload("t-1"),
-                                  headers: ["traceparent": traceparent])
+        let report = await WorkerProbe.run(ContentUpdateWorker(baseURL: server.baseURL), payload: Self.payload("t-1"),
+                                           headers: ["traceparent": traceparent])
+        #expect(report.outcome == .newData)
+        #expect(server.http.requests.count == 1)
         #expect(server.http.requests.first?.headers["traceparent"] == traceparent)
     }
 }
