@@ -17,7 +17,8 @@ public struct Job: Sendable {
     public var source: RecordSource
     /// The W3C `traceparent` header, if the record had one.
     public var traceparent: String?
-    /// The run: 1 for the first.
+    /// The run: 1 for the first; one more than the record's ``Job/attemptsHeader`` when it has one (a
+    /// record redriven from the dead-letter topic).
     public var attempt: Int
     /// When the budget runs out, in milliseconds since the UNIX epoch. Set when the worker starts.
     public var deadlineMs: Int64
@@ -41,8 +42,24 @@ public struct Job: Sendable {
     ) {
         self.init(
             messageId: messageId, type: type, value: value, key: key, headers: headers, source: source,
-            traceparent: traceparent, notStartedAt: deadline, placeholderMs: Clock.wallMs(at: deadline))
-        self.attempt = attempt
+            traceparent: traceparent, attempt: attempt, notStartedAt: deadline, placeholderMs: Clock.wallMs(at: deadline))
+    }
+
+    /// The header that counts the runs a record has already had: `pushworker-attempts`, a decimal integer.
+    /// pushworker writes it on dead-letter records, so a record redriven to an input topic runs as
+    /// attempt N + 1. Absent, or not a non-negative integer: the run is attempt 1.
+    public static let attemptsHeader = "pushworker-attempts"
+
+    /// The attempt a record with `attemptsHeader` value `value` runs as: the value + 1, or 1 when it is
+    /// absent or not a non-negative decimal integer below 1 000 000.
+    static func attempt(fromAttemptsHeader value: [UInt8]?) -> Int {
+        guard let value, !value.isEmpty, value.count <= 6 else { return 1 }
+        var runs = 0
+        for byte in value {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return 1 }
+            runs = runs * 10 + Int(byte - UInt8(ascii: "0"))
+        }
+        return runs + 1
     }
 
     /// The time left in the budget (zero once the deadline has passed). Size I/O timeouts from it.
@@ -70,7 +87,7 @@ public struct Job: Sendable {
     /// A job whose deadline is set later, by the executor when its worker starts (no clock reads here:
     /// this is on the per-record path).
     init(messageId: String, type: String?, value: [UInt8], key: [UInt8]?, headers: [(name: String, value: [UInt8]?)],
-         source: RecordSource, traceparent: String?, notStartedAt placeholder: ContinuousClock.Instant, placeholderMs: Int64) {
+         source: RecordSource, traceparent: String?, attempt: Int, notStartedAt placeholder: ContinuousClock.Instant, placeholderMs: Int64) {
         self.messageId = messageId
         self.type = type
         self.value = value
@@ -78,7 +95,7 @@ public struct Job: Sendable {
         self.headers = headers
         self.source = source
         self.traceparent = traceparent
-        self.attempt = 1
+        self.attempt = attempt
         self.deadline = placeholder
         self.deadlineMs = placeholderMs
         self.parsed = ParsedObject()

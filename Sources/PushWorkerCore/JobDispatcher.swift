@@ -7,8 +7,9 @@ import Synchronization
 ///   different keys, or none, may run in parallel.
 /// - At most `maxInFlight` workers run at once, and at most `maxConcurrent` of one worker when its
 ///   registration sets it; the rest wait, and their budget has not started.
-/// - Every submitted record yields exactly one ``ResultRecord`` through `onResult`, unless it is taken
-///   back with ``discardWaiting(where:)`` before its worker starts.
+/// - Every submitted record yields exactly one ``ResultRecord`` through `onResult`, with the
+///   ``InputRecord`` it answers (for a dead-letter copy), unless it is taken back with
+///   ``discardWaiting(where:)`` before its worker starts.
 ///
 /// `onResult` is called on the submitting thread for records rejected before routing, and on the
 /// executor's threads for worker results. It must not block.
@@ -19,6 +20,11 @@ public final class JobDispatcher: Sendable {
         var worker: RegisteredWorker
         var receivedAtMs: Int64
         var hasApnsId: Bool
+
+        /// The input record the job was built from (its parts are shared with the job, not copied).
+        var input: InputRecord {
+            InputRecord(source: job.source, key: job.key, value: job.value, headers: job.headers, receivedAtMs: receivedAtMs)
+        }
     }
 
     private struct State {
@@ -73,7 +79,7 @@ public final class JobDispatcher: Sendable {
     private let validator: PayloadValidator
     private let executor: BudgetedExecutor
     private let maxInFlight: Int
-    private let onResult: @Sendable (ResultRecord) -> Void
+    private let onResult: @Sendable (ResultRecord, InputRecord) -> Void
 
     /// Creates a dispatcher.
     /// - Parameters:
@@ -81,13 +87,13 @@ public final class JobDispatcher: Sendable {
     ///   - validator: the payload checks (payload size limit).
     ///   - maxInFlight: the most workers running at once (at least 1).
     ///   - executor: runs workers under their budgets.
-    ///   - onResult: receives every result.
+    ///   - onResult: receives every result and the input record it answers.
     public init(
         registry: WorkerRegistry,
         validator: PayloadValidator = PayloadValidator(),
         maxInFlight: Int,
         executor: BudgetedExecutor,
-        onResult: @escaping @Sendable (ResultRecord) -> Void
+        onResult: @escaping @Sendable (ResultRecord, InputRecord) -> Void
     ) {
         self.registry = registry
         self.validator = validator
@@ -109,7 +115,7 @@ public final class JobDispatcher: Sendable {
         routed.reserveCapacity(records.count)
         for record in records {
             switch prepare(record, nowMs: nowMs, now: now) {
-            case .result(let result): onResult(result)
+            case .result(let result): onResult(result, record)
             case .job(let pending): routed.append(pending)
             }
         }
@@ -142,7 +148,7 @@ public final class JobDispatcher: Sendable {
             if runNow, let outcomeNow {
                 let doneMs = Clock.nowMs()
                 onResult(result(of: pending, ExecutionReport(
-                    outcome: outcomeNow, startedAtMs: doneMs, finishedAtMs: doneMs, durationMs: 0, timedOut: false)))
+                    outcome: outcomeNow, startedAtMs: doneMs, finishedAtMs: doneMs, durationMs: 0, timedOut: false)), pending.input)
             }
         }
         toStart.forEach(start)
@@ -204,11 +210,13 @@ public final class JobDispatcher: Sendable {
         var apnsId: String?
         var expiration: String?
         var traceparent: String?
+        var attempt = 1
         for header in record.headers {
             switch header.name {
             case "apns-id" where apnsId == nil: apnsId = header.value.flatMap { String(validating: $0, as: UTF8.self) }
             case "apns-expiration" where expiration == nil: expiration = header.value.map { String(decoding: $0, as: UTF8.self) }
             case "traceparent" where traceparent == nil: traceparent = header.value.flatMap { String(validating: $0, as: UTF8.self) }
+            case Job.attemptsHeader: attempt = Job.attempt(fromAttemptsHeader: header.value)
             default: break
             }
         }
@@ -216,7 +224,7 @@ public final class JobDispatcher: Sendable {
         func immediate(_ result: BackgroundFetchResult, _ reason: ResultReason, _ detail: String, type: String?) -> Prepared {
             .result(ResultRecord(
                 messageId: messageId, type: type, result: result, reason: reason, detail: detail, worker: nil,
-                source: record.source, receivedAtMs: record.receivedAtMs, startedAtMs: nil, finishedAtMs: Clock.nowMs(),
+                attempt: attempt, source: record.source, receivedAtMs: record.receivedAtMs, startedAtMs: nil, finishedAtMs: Clock.nowMs(),
                 durationMs: 0, key: record.key, traceparent: traceparent, hasApnsId: apnsId != nil))
         }
         let (verdict, payloadType) = validator.check(value: record.value, apnsExpiration: expiration, nowMs: nowMs)
@@ -232,14 +240,14 @@ public final class JobDispatcher: Sendable {
             // The deadline is set when the worker starts; until then it reads "now".
             let job = Job(
                 messageId: messageId, type: type, value: value, key: record.key, headers: record.headers,
-                source: record.source, traceparent: traceparent, notStartedAt: now, placeholderMs: nowMs)
+                source: record.source, traceparent: traceparent, attempt: attempt, notStartedAt: now, placeholderMs: nowMs)
             return .job(Pending(job: job, worker: worker, receivedAtMs: record.receivedAtMs, hasApnsId: apnsId != nil))
         }
     }
 
     private func start(_ pending: Pending) {
         executor.run(pending.job, on: pending.worker) { [self] report in
-            onResult(result(of: pending, report))
+            onResult(result(of: pending, report), pending.input)
             finished(pending)
         }
     }

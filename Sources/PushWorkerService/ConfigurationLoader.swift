@@ -10,6 +10,7 @@ extension ServiceConfiguration {
         ("PUSHWORKER_GROUP_ID", "groupId"),
         ("PUSHWORKER_INPUT_TOPICS", "inputTopics (comma-separated)"),
         ("PUSHWORKER_RESULTS_TOPIC", "resultsTopic"),
+        ("PUSHWORKER_DEAD_LETTER_TOPIC", "deadLetter.topic (turns the dead-letter topic on)"),
         ("PUSHWORKER_MAX_IN_FLIGHT", "maxInFlight"),
         ("PUSHWORKER_LOG_LEVEL", "log.level"),
         ("PUSHWORKER_LOG_FORMAT", "log.format"),
@@ -73,6 +74,17 @@ extension ServiceConfiguration {
         if let value = try reader.stringList("inputTopics") { inputTopics = value }
         if let value = try reader.stringList("permittedTypes") { permittedTypes = value }
         if let value = try reader.string("resultsTopic") { resultsTopic = value }
+        if var section = try reader.object("deadLetter") {
+            guard let topic = try section.string("topic") else {
+                throw ConfigurationError(.invalidValue, key: "deadLetter.topic", "is required in deadLetter (the dead-letter topic); remove deadLetter to turn dead letters off")
+            }
+            let reasons = try section.stringList("reasons")
+            if reasons?.isEmpty == true {
+                throw ConfigurationError(.invalidValue, key: "deadLetter.reasons", "is empty, so nothing would be dead-lettered; list reasons (e.g. [\"workerError\", \"timeout\"]) or remove it for every failed result")
+            }
+            deadLetter = DeadLetterConfiguration(topic: topic, reasons: reasons)
+            try section.finish()
+        }
         if let value = try reader.int("maxInFlight", min: 1) { maxInFlight = value }
         if let value = try reader.int("maxBufferedRecords", min: 1) { maxBufferedRecords = value }
         if let value = try reader.int("maxPayloadBytes", min: 1) { maxPayloadBytes = value }
@@ -113,6 +125,9 @@ extension ServiceConfiguration {
             inputTopics = value.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
         if let value = environment["PUSHWORKER_RESULTS_TOPIC"], !value.isEmpty { resultsTopic = value }
+        if let value = environment["PUSHWORKER_DEAD_LETTER_TOPIC"], !value.isEmpty {
+            if deadLetter == nil { deadLetter = DeadLetterConfiguration(topic: value) } else { deadLetter?.topic = value }
+        }
         if let value = environment["PUSHWORKER_MAX_IN_FLIGHT"], !value.isEmpty {
             guard let number = Int(value), number >= 1 else {
                 throw ConfigurationError(.invalidValue, key: "PUSHWORKER_MAX_IN_FLIGHT", "must be an integer of at least 1, got '\(value)'")
@@ -189,6 +204,15 @@ extension ServiceConfiguration {
         if inputTopics.isEmpty { throw ConfigurationError(.invalidValue, key: "inputTopics", "must name at least one topic") }
         if inputTopics.contains(resultsTopic) {
             throw ConfigurationError(.invalidValue, key: "resultsTopic", "'\(resultsTopic)' is also an input topic; results would be consumed as pushes")
+        }
+        if let deadLetter {
+            if deadLetter.topic.isEmpty { throw ConfigurationError(.invalidValue, key: "deadLetter.topic", "must not be empty") }
+            if inputTopics.contains(deadLetter.topic) {
+                throw ConfigurationError(.invalidValue, key: "deadLetter.topic", "'\(deadLetter.topic)' is also an input topic; failed records would run again at once, in a loop (redrive them with `pushworker redrive` instead)")
+            }
+            if deadLetter.topic == resultsTopic {
+                throw ConfigurationError(.invalidValue, key: "deadLetter.topic", "'\(deadLetter.topic)' is also the results topic; readers of results would get input records")
+            }
         }
         if groupId.isEmpty { throw ConfigurationError(.invalidValue, key: "groupId", "must not be empty") }
         if bootstrapServers.isEmpty {

@@ -189,11 +189,15 @@ public final class PushWorkerService: Sendable {
             })
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
-            maxInFlight: configuration.maxInFlight, executor: executor) { [logger] result in
+            maxInFlight: configuration.maxInFlight, executor: executor) { [logger, deadLetter = configuration.deadLetter] result, input in
                 if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
                 // One line per result at debug level (built only when debug is on).
                 logger.debug("result", metadata: Self.metadata(of: result))
-                publisher.publish(result)
+                if let deadLetter, deadLetter.accepts(result) {
+                    publisher.publish(result, deadLetter: DeadLetterRecord.make(for: input, result: result, topic: deadLetter.topic))
+                } else {
+                    publisher.publish(result)
+                }
             }
         let loop = ConsumerLoop(
             consumer: consumer, dispatcher: dispatcher, publisher: publisher, tracker: tracker,
@@ -223,7 +227,8 @@ public final class PushWorkerService: Sendable {
         }
         logger.info("consuming", metadata: [
             "topics": configuration.inputTopics.joined(separator: ","), "groupId": configuration.groupId,
-            "resultsTopic": configuration.resultsTopic, "bootstrap.servers": configuration.bootstrapServers,
+            "resultsTopic": configuration.resultsTopic, "deadLetterTopic": configuration.deadLetter?.topic ?? "(off)",
+            "bootstrap.servers": configuration.bootstrapServers,
             "workers": registry.types.joined(separator: ","), "maxInFlight": String(configuration.maxInFlight),
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }

@@ -2,10 +2,11 @@ import PushWorkerCore
 import PushWorkerKafka
 import Synchronization
 
-/// Produces result records to the results topic and, as the broker acknowledges each one, marks its input
-/// record done so its offset can be stored (contract sections 3 and 4).
+/// Produces result records to the results topic (and dead letters to the dead-letter topic) and, as the
+/// broker acknowledges them, marks their input record done so its offset can be stored (contract sections
+/// 3 and 4). A record with a dead letter is done once both its result and its dead letter are acknowledged.
 ///
-/// A result that cannot be enqueued (full local queue) or delivered (after librdkafka's own retries) is
+/// A record that cannot be enqueued (full local queue) or delivered (after librdkafka's own retries) is
 /// kept in a backlog and produced again, never dropped.
 final class ResultPublisher: Sendable {
     private struct Outgoing: Sendable {
@@ -13,14 +14,27 @@ final class ResultPublisher: Sendable {
         var source: TopicPartition
         var offset: Int64
         var failures: Int
-        /// The result's labels in `pushworker_results_total`, counted once acknowledged.
+        /// The result's labels in `pushworker_results_total` (or `pushworker_dead_letters_total`), counted
+        /// once acknowledged.
         var labels: ResultKey
+        /// Whether this is the dead letter of the input record rather than its result.
+        var isDeadLetter = false
+        /// Whether the input record has a second record (its result and its dead letter) to wait for.
+        var hasCompanion = false
+    }
+
+    /// An input record's position, for records waiting on more than one acknowledgement.
+    private struct Position: Hashable {
+        var partition: TopicPartition
+        var offset: Int64
     }
 
     private struct State {
         var nextToken: UInt64 = 1
         var inFlight: [UInt64: Outgoing] = Dictionary(minimumCapacity: 65_536)
         var backlog = [Outgoing]()
+        /// Acknowledgements still awaited for input records that have a result and a dead letter.
+        var partsLeft: [Position: Int] = [:]
         var lastFailureLogMs: Int64 = 0
     }
 
@@ -62,15 +76,28 @@ final class ResultPublisher: Sendable {
         }
     }
 
-    /// Encodes and produces one result, keyed by the input's key, with `apns-id` and `traceparent` headers.
-    func publish(_ result: ResultRecord) {
+    /// Encodes and produces one result, keyed by the input's key, with `apns-id` and `traceparent` headers,
+    /// and the input record's dead letter when there is one (``DeadLetterRecord``).
+    func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord? = nil) {
         var headers: [KafkaHeader] = []
         if result.hasApnsId { headers.append(KafkaHeader(name: "apns-id", string: result.messageId)) }
         if let traceparent = result.traceparent { headers.append(KafkaHeader(name: "traceparent", string: traceparent)) }
-        let outgoing = Outgoing(
+        let source = TopicPartition(topic: result.source.topic, partition: result.source.partition)
+        var outgoing = Outgoing(
             record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),
-            source: TopicPartition(topic: result.source.topic, partition: result.source.partition),
-            offset: result.source.offset, failures: 0, labels: ResultKey(result))
+            source: source, offset: result.source.offset, failures: 0, labels: ResultKey(result))
+        guard let deadLetter else {
+            send(outgoing, fromBacklog: false)
+            return
+        }
+        outgoing.hasCompanion = true
+        var letter = outgoing
+        letter.record = deadLetter
+        letter.isDeadLetter = true
+        // `+=`: a record read again (after a rebalance) while its earlier copies are still in flight waits
+        // for all of them.
+        state.withLock { $0.partsLeft[Position(partition: source, offset: result.source.offset), default: 0] += 2 }
+        send(letter, fromBacklog: false)
         send(outgoing, fromBacklog: false)
     }
 
@@ -131,7 +158,7 @@ final class ResultPublisher: Sendable {
             return true
         } catch {
             _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
-            if error.code != .queueFull { logFailure("cannot produce a result; kept for retry", error) }
+            if error.code != .queueFull { logFailure("cannot produce a result; kept for retry", error, topic: outgoing.record.topic) }
             if !fromBacklog { state.withLock { $0.backlog.append(outgoing) } }
             return false
         }
@@ -146,6 +173,7 @@ final class ResultPublisher: Sendable {
         acknowledged.reserveCapacity(reports.count)
         var labels: [ResultKey] = []
         labels.reserveCapacity(reports.count)
+        var deadLetterLabels: [ResultKey] = []
         var failed: [(Outgoing, KafkaError)] = []
         var records: [KafkaOutgoingRecord] = []
         state.withLock { state in
@@ -154,36 +182,47 @@ final class ResultPublisher: Sendable {
                 if let error = report.error {
                     outgoing.failures += 1
                     failed.append((outgoing, error))
+                    continue
+                }
+                if outgoing.isDeadLetter {
+                    deadLetterLabels.append(outgoing.labels)
                 } else {
-                    acknowledged.append((outgoing.source, outgoing.offset))
                     labels.append(outgoing.labels)
                     if onDelivered != nil { records.append(outgoing.record) }
                 }
+                if outgoing.hasCompanion {
+                    let position = Position(partition: outgoing.source, offset: outgoing.offset)
+                    let left = (state.partsLeft[position] ?? 1) - 1
+                    state.partsLeft[position] = left > 0 ? left : nil
+                    if left > 0 { continue }
+                }
+                acknowledged.append((outgoing.source, outgoing.offset))
             }
         }
         if !acknowledged.isEmpty {
             let moved = tracker.complete(acknowledged)
             if !moved.isEmpty { storeOffsets(moved) }
-            metrics.resultsAcknowledged(labels)
         }
+        metrics.resultsAcknowledged(labels)
+        metrics.deadLettersAcknowledged(deadLetterLabels)
         if let onDelivered { records.forEach(onDelivered) }
-        if let (_, error) = failed.first {
+        if let (outgoing, error) = failed.first {
             retries.add(failed.count, ordering: .relaxed)
             metrics.deliveryRetries.increment(by: Double(failed.count))
-            logFailure("\(failed.count) result(s) not delivered; producing them again", error)
+            logFailure("\(failed.count) record(s) not delivered; producing them again", error, topic: outgoing.record.topic)
             state.withLock { $0.backlog.append(contentsOf: failed.map(\.0)) }
         }
         retryBacklog()
     }
 
-    private func logFailure(_ message: String, _ error: KafkaError) {
+    private func logFailure(_ message: String, _ error: KafkaError, topic: String) {
         let now = Clock.nowMs()
         let shouldLog = state.withLock { state -> Bool in
             guard now - state.lastFailureLogMs >= 1000 else { return false }
             state.lastFailureLogMs = now
             return true
         }
-        if shouldLog { logger.warning(message, metadata: ["error": error.message, "topic": resultsTopic]) }
+        if shouldLog { logger.warning(message, metadata: ["error": error.message, "topic": topic]) }
     }
 }
 

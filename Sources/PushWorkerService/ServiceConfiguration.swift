@@ -19,6 +19,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var inputTopics = ["pushes"]
     /// The results topic. Default `push-results`.
     public var resultsTopic = "push-results"
+    /// The dead-letter topic and which `failed` results send their input record there, or `nil` (the
+    /// default): no dead letters, the results topic alone says what failed.
+    public var deadLetter: DeadLetterConfiguration?
     /// The most workers running at once. Default 1024.
     public var maxInFlight = 1024
     /// Records taken but not yet finished (waiting, running or with results not yet acknowledged) above

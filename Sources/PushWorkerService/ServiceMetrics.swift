@@ -35,6 +35,7 @@ final class ServiceMetrics: Sendable {
     let timeouts: Counter
     let cancellationIgnored: Counter
     let deliveryRetries: Counter
+    let deadLetters: Counter
     let resultsWaiting: Gauge
     let consumerLag: Gauge
     let rebalances: Counter
@@ -98,7 +99,11 @@ final class ServiceMetrics: Sendable {
         cancellationIgnored = try r.counter(
             "pushworker_cancellation_ignored_total",
             help: "Worker runs still running 1 s after their deadline (they ignore cancellation), by payload type.", labels: ["type"])
-        deliveryRetries = try r.counter("pushworker_result_delivery_retries_total", help: "Results produced again after librdkafka reported them undelivered.")
+        deliveryRetries = try r.counter("pushworker_result_delivery_retries_total", help: "Results (and dead letters) produced again after librdkafka reported them undelivered.")
+        deadLetters = try r.counter(
+            "pushworker_dead_letters_total",
+            help: "Input records copied to the dead-letter topic and acknowledged, by payload type (as in pushworker_results_total) and reason.",
+            labels: ["type", "reason"], cap: LabelCap(label: "reason", per: "type", limit: Self.reasonsPerType))
         resultsWaiting = try r.gauge("pushworker_results_waiting", help: "Results produced but not yet acknowledged by the broker, plus the backlog waiting to be produced.")
         consumerLag = try r.gauge(
             "pushworker_consumer_lag",
@@ -172,6 +177,13 @@ final class ServiceMetrics: Sendable {
             }
         }
         results.increment(batch)
+    }
+
+    /// Counts dead letters the broker acknowledged (rare: no label cache).
+    func deadLettersAcknowledged(_ keys: [ResultKey]) {
+        for key in keys {
+            deadLetters.increment(by: 1, labels: [typeLabel(key.type), key.reason?.rawValue ?? ""])
+        }
     }
 
     /// Records the run time of a job a worker ran.

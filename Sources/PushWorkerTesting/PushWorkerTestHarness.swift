@@ -85,7 +85,7 @@ public final class PushWorkerTestHarness: Sendable {
         // port from `harness.service.httpServerPort`.
         configuration.httpServer.enabled = false
         configure(&configuration)
-        for topic in configuration.inputTopics + [configuration.resultsTopic] {
+        for topic in configuration.inputTopics + [configuration.resultsTopic] + (configuration.deadLetter.map { [$0.topic] } ?? []) {
             try cluster.createTopic(topic, partitions: partitions)
         }
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
@@ -147,15 +147,22 @@ public final class PushWorkerTestHarness: Sendable {
 
     /// Reads `count` records from the results topic itself (keys, headers and values as written).
     public func readResultsTopic(count: Int, timeout: Duration = .seconds(15)) async throws -> [KafkaRecord] {
+        try await readTopic(configuration.resultsTopic, count: count, timeout: timeout)
+    }
+
+    /// Reads up to `count` records from any topic of the cluster, from the beginning of every partition,
+    /// within `timeout`: e.g. the dead-letter topic (`configuration.deadLetter?.topic`, created by
+    /// ``start(registry:partitions:configure:)`` when set). Returns fewer when fewer arrive in time.
+    public func readTopic(_ topic: String, count: Int, timeout: Duration = .seconds(15)) async throws -> [KafkaRecord] {
         let configuration = self.configuration
-        return try await DedicatedThread.run(name: "harness-results") { () throws -> [KafkaRecord] in
+        return try await DedicatedThread.run(name: "harness-read") { () throws -> [KafkaRecord] in
             var properties = configuration.kafka
             // librdkafka 2.0.2 refuses rd_kafka_assign without a group.id; nothing is committed.
             properties["group.id"] = "harness-reader-\(UUID().uuidString.prefix(8))"
             properties["enable.auto.commit"] = "false"
             let consumer = try KafkaConsumer(configuration: properties)
-            let partitions = try consumer.partitionCount(topic: configuration.resultsTopic, timeoutMs: 5000)
-            try consumer.assign((0..<partitions).map { TopicPartitionOffset(TopicPartition(topic: configuration.resultsTopic, partition: Int32($0)), offset: KafkaConsumer.offsetBeginning) })
+            let partitions = try consumer.partitionCount(topic: topic, timeoutMs: 5000)
+            try consumer.assign((0..<partitions).map { TopicPartitionOffset(TopicPartition(topic: topic, partition: Int32($0)), offset: KafkaConsumer.offsetBeginning) })
             let deadline = ContinuousClock.now.advanced(by: timeout)
             var records: [KafkaRecord] = []
             while records.count < count && ContinuousClock.now < deadline {

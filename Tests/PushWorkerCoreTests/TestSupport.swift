@@ -20,12 +20,21 @@ final class Locked<Value: Sendable>: Sendable {
 /// Collects the results a dispatcher reports through `onResult`.
 final class ResultCollector: Sendable {
     private let results = Locked<[ResultRecord]>([])
+    private let inputs = Locked<[InputRecord]>([])
 
     var all: [ResultRecord] { results.value }
+    /// The input records the results answer, in the same order as ``all``.
+    var allInputs: [InputRecord] { inputs.value }
     var count: Int { results.withLock { $0.count } }
 
-    var onResult: @Sendable (ResultRecord) -> Void {
-        { [results] record in results.withLock { $0.append(record) } }
+    var onResult: @Sendable (ResultRecord, InputRecord) -> Void {
+        { [results, inputs] record, input in
+            // One lock order for both lists keeps them aligned.
+            results.withLock { results in
+                results.append(record)
+                inputs.withLock { $0.append(input) }
+            }
+        }
     }
 
     /// The only result for `offset`, or nil when there are none or several.

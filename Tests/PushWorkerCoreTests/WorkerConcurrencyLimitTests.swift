@@ -36,7 +36,7 @@ import Testing
         registry.register(type: "a", worker: Sleeper(name: "a", gauge: gauge), name: "a", maxConcurrent: 1)
         registry.register(type: "b", worker: Sleeper(name: "b", gauge: gauge), name: "b")
         let results = Mutex<[ResultRecord]>([])
-        let dispatcher = JobDispatcher(registry: registry, maxInFlight: 4, executor: BudgetedExecutor()) { result in
+        let dispatcher = JobDispatcher(registry: registry, maxInFlight: 4, executor: BudgetedExecutor()) { result, _ in
             results.withLock { $0.append(result) }
         }
         // Six a's first, then six b's, no keys: the a's beyond the first must not block the b's.
@@ -60,7 +60,7 @@ import Testing
         var registry = WorkerRegistry(defaultBudget: .seconds(10))
         registry.register(type: "a", worker: Sleeper(name: "a", gauge: gauge), name: "a", maxConcurrent: 1)
         let results = Mutex<[Int64]>([])
-        let dispatcher = JobDispatcher(registry: registry, maxInFlight: 4, executor: BudgetedExecutor()) { result in
+        let dispatcher = JobDispatcher(registry: registry, maxInFlight: 4, executor: BudgetedExecutor()) { result, _ in
             results.withLock { $0.append(result.source.offset) }
         }
         func record(_ offset: Int64, partition: Int32, key: String) -> InputRecord {

@@ -86,6 +86,9 @@ extension ServiceConfiguration {
             "groupId": .string(groupId),
             "inputTopics": .array(inputTopics.map(JSONValue.string)),
             "resultsTopic": .string(resultsTopic),
+            "deadLetter": deadLetter.map { deadLetter in
+                .object(["topic": .string(deadLetter.topic), "reasons": deadLetter.reasons.map { .array($0.map(JSONValue.string)) } ?? .null])
+            } ?? .null,
             "maxInFlight": .int(Int64(maxInFlight)),
             "maxBufferedRecords": .int(Int64(maxBufferedRecords)),
             "maxPayloadBytes": .int(Int64(maxPayloadBytes)),

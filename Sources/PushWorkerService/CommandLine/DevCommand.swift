@@ -42,11 +42,14 @@ struct DevCommand {
         for topic in configuration.inputTopics {
             try cluster.createTopic(topic, partitions: configuration.devPartitions, replicationFactor: replication)
         }
-        try cluster.createTopic(configuration.resultsTopic, partitions: configuration.devPartitions, replicationFactor: replication)
+        let outputTopics = [configuration.resultsTopic] + (configuration.deadLetter.map { [$0.topic] } ?? [])
+        for topic in outputTopics {
+            try cluster.createTopic(topic, partitions: configuration.devPartitions, replicationFactor: replication)
+        }
         Output.line("bootstrap.servers=\(cluster.bootstrapServers)")
         logger.info("embedded Kafka cluster started", metadata: [
             "bootstrap.servers": cluster.bootstrapServers, "brokers": String(brokers),
-            "topics": (configuration.inputTopics + [configuration.resultsTopic]).joined(separator: ","),
+            "topics": (configuration.inputTopics + outputTopics).joined(separator: ","),
             "partitions": String(configuration.devPartitions),
         ])
         if parser.has("broker-only") {

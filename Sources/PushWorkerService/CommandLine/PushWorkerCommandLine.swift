@@ -2,7 +2,7 @@ import Foundation
 import PushWorkerCore
 import PushWorkerKafka
 
-/// The `pushworker` command line (contract section 5): `run`, `dev`, `produce`, `results`, `check-config`
+/// The `pushworker` command line (contract section 5): `run`, `dev`, `produce`, `results`, `redrive`, `check-config`
 /// and `bench`.
 ///
 /// A custom executable that adds Swift workers builds one with a `registerWorkers` closure and calls
@@ -30,6 +30,7 @@ public struct PushWorkerCommandLine: Sendable {
       dev            an embedded Kafka cluster plus the service; prints results as JSON lines
       produce        send APNs-style background payloads to a topic
       results        print result records, one JSON object per line
+      redrive        send dead letters back to their input topic once their cause is fixed (--dry-run lists them)
       check-config   validate a configuration file and print the effective configuration
       bench          measure throughput and latency on the embedded cluster with the noop worker
 
@@ -50,6 +51,7 @@ public struct PushWorkerCommandLine: Sendable {
             case "dev": try await DevCommand(commandLine: self).execute(options)
             case "produce": try await ProduceCommand().execute(options)
             case "results": try await ResultsCommand().execute(options)
+            case "redrive": try await RedriveCommand().execute(options)
             case "check-config": try CheckConfigCommand(commandLine: self).execute(options)
             case "bench": try await BenchCommand(commandLine: self).execute(options)
             case "--help", "-h", "help":
