@@ -63,6 +63,13 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
         try withCluster { rd_kafka_mock_broker_set_up($0, brokerId) }
     }
 
+    /// Makes the cluster's metadata report `error` for `topic` (`rd_kafka_mock_topic_set_error`), e.g.
+    /// `LEADER_NOT_AVAILABLE` (5): producers hold its records until the error is cleared with 0
+    /// (`NO_ERROR`) or `message.timeout.ms` fails them.
+    public func setTopicError(_ topic: String, error: Int32) throws {
+        try withCluster { rd_kafka_mock_topic_set_error($0, topic, rd_kafka_resp_err_t(rawValue: error)) }
+    }
+
     /// Makes the next `count` requests with Kafka API key `apiKey` fail with librdkafka error `error`
     /// (`rd_kafka_mock_push_request_errors`), e.g. API key 0 (Produce) with `NOT_LEADER_FOR_PARTITION`.
     public func pushRequestErrors(apiKey: Int16, count: Int, error: Int32) {

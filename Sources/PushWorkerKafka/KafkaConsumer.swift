@@ -208,6 +208,18 @@ public final class KafkaConsumer: Sendable {
         throw KafkaError(.admin, "topic \(topic) is not in the cluster's metadata")
     }
 
+    /// The low and high watermarks of a partition, asked of its leader (`rd_kafka_query_watermark_offsets`):
+    /// the first offset still in the log and the offset the next record will get. Blocking: call on a
+    /// dedicated thread.
+    /// - Throws: ``KafkaError/Code/consumer`` if the request fails or times out.
+    public func watermarks(_ partition: TopicPartition, timeoutMs: Int32) throws -> (low: Int64, high: Int64) {
+        var low: Int64 = -1
+        var high: Int64 = -1
+        let err = rd_kafka_query_watermark_offsets(client.handle, partition.topic, partition.partition, &low, &high, timeoutMs)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "watermarks of \(partition)", err) }
+        return (low, high)
+    }
+
     /// The partitions currently assigned (`rd_kafka_assignment`).
     public func assignment() -> [TopicPartition] {
         var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?

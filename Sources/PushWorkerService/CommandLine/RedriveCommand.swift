@@ -11,9 +11,10 @@ struct RedriveCommand {
     Sends the records of the dead-letter topic back to the input topic each came from (its
     pushworker-source-topic header), with their key, value and headers, so that they run again once the
     cause of their failure is fixed. The pushworker-attempts header rides along: the next run reports
-    attempt N + 1 in its result. Progress is committed in consumer group G, so each dead letter is sent
-    back once, however often the command runs. Stops when no dead letter arrives for --timeout seconds,
-    or after --count; then prints how many were sent back, by topic.
+    attempt N + 1 in its result. Only dead letters written before the command started are sent (one that
+    fails again is dead-lettered again and waits for the next redrive, never loops). Progress is committed
+    as consumer group G, so each dead letter is sent back once, however often the command runs; run one
+    redrive per group at a time. Prints how many were sent back, by topic.
 
     Options:
       --config FILE               JSON5 configuration: Kafka properties (security included), the
@@ -24,12 +25,12 @@ struct RedriveCommand {
       --to TOPIC                  send every dead letter to TOPIC instead of its source topic
       --group G                   the consumer group that remembers progress (default: <groupId>-redrive)
       --count N                   send back at most N dead letters
-      --timeout SECONDS           stop after this long without a new dead letter (default 5)
+      --timeout SECONDS           give up waiting for the broker after this long without a record (default 10)
       --dry-run                   print each dead letter as one JSON line (source, reason, detail,
-                                  attempts, failedAt, key, value) and send back or commit nothing
+                                  attempts, failedAt, key, value); send back and commit nothing
     """
 
-    /// Dead letters polled before they are sent back and their offsets committed.
+    /// Dead letters read before they are sent back and their offsets committed.
     static let batchSize = 500
 
     func execute(_ arguments: [String]) async throws {
@@ -41,8 +42,8 @@ struct RedriveCommand {
         ])
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
-        let count = try parser.int("count", in: 1...Int.max)
-        let idleTimeout = try parser.double("timeout", in: 0...86_400) ?? 5
+        let count = try parser.int("count", in: 1...Int.max) ?? .max
+        let timeout = try parser.double("timeout", in: 0.1...86_400) ?? 10
         let dryRun = parser.has("dry-run")
         let (configuration, _) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
         Logger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
@@ -50,18 +51,35 @@ struct RedriveCommand {
             throw CommandLineError(.usage, "pushworker redrive: no dead-letter topic; pass --topic T or set deadLetter.topic in the configuration")
         }
         let target = parser.value("to")
-        if let target, target == topic {
+        if target == topic {
             throw CommandLineError(.usage, "pushworker redrive: --to names the dead-letter topic itself; records would loop")
         }
         var consumerProperties = configuration.kafka.merging(configuration.consumer)
         consumerProperties["group.id"] = parser.value("group") ?? "\(configuration.groupId)-redrive"
         consumerProperties["enable.auto.commit"] = "false"
         consumerProperties["enable.auto.offset.store"] = "false"
-        consumerProperties.setDefault("auto.offset.reset", "earliest")
         let kafkaLog = Logger(label: "pushworker.redrive").kafkaLogHandler
         let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog)
         let producer = dryRun ? nil : try KafkaProducer(configuration: configuration.producerProperties, logHandler: kafkaLog)
-        try consumer.subscribe([topic])
+        let timeoutMs = Int32(timeout * 1000)
+
+        // The range to send back, fixed now: from the group's committed offset (else the log's start) to
+        // the end of each partition. Partitions are assigned directly: no group join, no rebalance wait.
+        var ends = try await DedicatedThread.run(name: "pushworker-redrive") { () throws -> [TopicPartition: Int64] in
+            let partitions = (0..<(try consumer.partitionCount(topic: topic, timeoutMs: timeoutMs))).map { TopicPartition(topic: topic, partition: Int32($0)) }
+            let committed = Dictionary(uniqueKeysWithValues: try consumer.committed(partitions, timeoutMs: timeoutMs).map { ($0.topicPartition, $0.offset) })
+            var starts: [TopicPartitionOffset] = []
+            var ends: [TopicPartition: Int64] = [:]
+            for tp in partitions {
+                let (low, high) = try consumer.watermarks(tp, timeoutMs: timeoutMs)
+                let start = max(committed[tp].flatMap { $0 >= 0 ? $0 : nil } ?? low, low)
+                guard start < high else { continue }
+                starts.append(TopicPartitionOffset(tp, offset: start))
+                ends[tp] = high
+            }
+            try consumer.assign(starts)
+            return ends
+        }
 
         let stop = StopFlag()
         let watcher = SignalWatcher { stop.set() }
@@ -69,60 +87,23 @@ struct RedriveCommand {
         var sentByTopic: [String: Int] = [:]
         var total = 0
         var failure: KafkaError?
-        while !stop.isSet, failure == nil, total < (count ?? .max) {
-            let limit = min(Self.batchSize, (count ?? .max) - total)
-            let batch = try await DedicatedThread.run(name: "pushworker-redrive") { () throws -> [KafkaRecord] in
-                try Self.poll(consumer, limit: limit, idleTimeout: idleTimeout, stop: stop)
+        while !stop.isSet, failure == nil, total < count, !ends.isEmpty {
+            let limit = min(Self.batchSize, count - total)
+            let waiting = ends
+            let (batch, finished) = try await DedicatedThread.run(name: "pushworker-redrive") {
+                try Self.poll(consumer, limit: limit, before: waiting, timeout: .milliseconds(Int64(timeoutMs)), stop: stop)
             }
-            if batch.isEmpty { break }
+            finished.forEach { ends[$0] = nil }
             if dryRun {
                 batch.forEach { Output.line(Self.describe($0)) }
                 total += batch.count
                 continue
             }
-            guard let producer else { break }
-            // Every record of the batch in flight at once; each partition commits up to its first failure.
-            let reports = await withTaskGroup(of: (Int, Result<KafkaDeliveryReport, KafkaError>).self) { group in
-                for (index, record) in batch.enumerated() {
-                    guard let outgoing = Self.redriven(record, to: target) else {
-                        let position = "\(record.topicPartition)@\(record.offset)"
-                        group.addTask { (index, .failure(KafkaError(.deliveryFailed, "the dead letter at \(position) has no \(DeadLetterRecord.sourceTopicHeader) header; pass --to TOPIC"))) }
-                        continue
-                    }
-                    group.addTask {
-                        do {
-                            return (index, .success(try await producer.send(outgoing)))
-                        } catch let error as KafkaError {
-                            return (index, .failure(error))
-                        } catch {
-                            return (index, .failure(KafkaError(.deliveryFailed, "\(error)")))
-                        }
-                    }
-                }
-                var reports = [Result<KafkaDeliveryReport, KafkaError>?](repeating: nil, count: batch.count)
-                for await (index, report) in group { reports[index] = report }
-                return reports
-            }
-            var next: [TopicPartition: Int64] = [:]
-            var stopped: Set<TopicPartition> = []
-            for (record, report) in zip(batch, reports) {
-                let tp = record.topicPartition
-                guard !stopped.contains(tp) else { continue }
-                switch report {
-                case .some(.success(let delivery)) where delivery.error == nil:
-                    next[tp] = record.offset + 1
-                    sentByTopic[delivery.topicPartition.topic, default: 0] += 1
-                    total += 1
-                case .some(.success(let delivery)):
-                    failure = failure ?? delivery.error
-                    stopped.insert(tp)
-                case .some(.failure(let error)):
-                    failure = failure ?? error
-                    stopped.insert(tp)
-                case .none:
-                    stopped.insert(tp)
-                }
-            }
+            guard let producer, !batch.isEmpty else { continue }
+            let (next, sent, error) = await Self.send(batch, to: target, with: producer)
+            failure = error
+            total += sent.values.reduce(0, +)
+            sentByTopic.merge(sent, uniquingKeysWith: +)
             let offsets = next.map { TopicPartitionOffset($0.key, offset: $0.value) }
             try await DedicatedThread.run(name: "pushworker-redrive-commit") {
                 consumer.storeOffsets(offsets)
@@ -140,33 +121,79 @@ struct RedriveCommand {
         }
     }
 
-    /// How long the command waits to join the group and get partitions before it gives up: 60 s.
-    static let joinTimeout = Duration.seconds(60)
-
-    /// Polls up to `limit` records, returning early once none arrives for `idleTimeout` seconds after the
-    /// consumer has partitions (joining the group does not count as idle).
-    /// - Throws: ``KafkaError/Code/timedOut`` if no partition is assigned within ``joinTimeout``.
-    private static func poll(_ consumer: KafkaConsumer, limit: Int, idleTimeout: Double, stop: StopFlag) throws -> [KafkaRecord] {
+    /// Polls up to `limit` records below the end offsets `ends`; returns what it has once a poll comes back
+    /// empty, or once every partition reached its end, with the partitions that reached it.
+    /// - Throws: ``KafkaError/Code/timedOut`` if nothing arrives for `timeout` while records are expected.
+    private static func poll(_ consumer: KafkaConsumer, limit: Int, before ends: [TopicPartition: Int64], timeout: Duration, stop: StopFlag) throws
+        -> (records: [KafkaRecord], finished: [TopicPartition]) {
         var records: [KafkaRecord] = []
-        let started = ContinuousClock.now
-        var idleSince = started
-        let idle = Duration.milliseconds(Int64(idleTimeout * 1000))
-        while records.count < limit, !stop.isSet {
-            if let record = try consumer.poll(timeoutMs: records.isEmpty ? 100 : 0) {
-                records.append(record)
-                idleSince = ContinuousClock.now
-            } else if !records.isEmpty {
-                break
-            } else if consumer.assignment().isEmpty {
-                idleSince = ContinuousClock.now
-                if started.duration(to: .now) >= joinTimeout {
-                    throw KafkaError(.timedOut, "no partition of the dead-letter topic was assigned within \(joinTimeout); does the topic exist?")
+        var finished: [TopicPartition] = []
+        var open = ends
+        var lastRecord = ContinuousClock.now
+        while records.count < limit, !open.isEmpty, !stop.isSet {
+            guard let record = try consumer.poll(timeoutMs: records.isEmpty ? 100 : 0) else {
+                if !records.isEmpty { break }
+                if lastRecord.duration(to: .now) >= timeout {
+                    throw KafkaError(.timedOut, "no dead letter arrived within \(timeout) although \(open.count) partition(s) have more before the redrive's end")
                 }
-            } else if idleSince.duration(to: .now) >= idle {
-                break
+                continue
+            }
+            lastRecord = ContinuousClock.now
+            let tp = record.topicPartition
+            guard let end = open[tp] else { continue }
+            // A record at or past the end (written after the start) also ends the partition, should the
+            // log have a gap just before the end.
+            if record.offset < end { records.append(record) }
+            if record.offset + 1 >= end {
+                open[tp] = nil
+                finished.append(tp)
             }
         }
-        return records
+        return (records, finished)
+    }
+
+    /// Sends `batch` back, every record in flight at once. Returns, per partition, the offset to commit
+    /// (one past the last record sent before the partition's first failure), the records sent by target
+    /// topic, and the first failure.
+    private static func send(_ batch: [KafkaRecord], to target: String?, with producer: KafkaProducer) async
+        -> (next: [TopicPartition: Int64], sent: [String: Int], failure: KafkaError?) {
+        let reports = await withTaskGroup(of: (Int, Result<KafkaDeliveryReport, KafkaError>).self) { group in
+            for (index, record) in batch.enumerated() {
+                guard let outgoing = redriven(record, to: target) else {
+                    let position = "\(record.topicPartition)@\(record.offset)"
+                    group.addTask { (index, .failure(KafkaError(.deliveryFailed, "the dead letter at \(position) has no \(DeadLetterRecord.sourceTopicHeader) header; pass --to TOPIC"))) }
+                    continue
+                }
+                group.addTask {
+                    do {
+                        let report = try await producer.send(outgoing)
+                        return (index, report.error.map { .failure($0) } ?? .success(report))
+                    } catch let error as KafkaError {
+                        return (index, .failure(error))
+                    } catch {
+                        return (index, .failure(KafkaError(.deliveryFailed, "\(error)")))
+                    }
+                }
+            }
+            var reports = [Result<KafkaDeliveryReport, KafkaError>](repeating: .failure(KafkaError(.deliveryFailed, "no report")), count: batch.count)
+            for await (index, report) in group { reports[index] = report }
+            return reports
+        }
+        var next: [TopicPartition: Int64] = [:]
+        var sent: [String: Int] = [:]
+        var stopped: Set<TopicPartition> = []
+        var failure: KafkaError?
+        for (record, report) in zip(batch, reports) where !stopped.contains(record.topicPartition) {
+            switch report {
+            case .success(let delivery):
+                next[record.topicPartition] = record.offset + 1
+                sent[delivery.topicPartition.topic, default: 0] += 1
+            case .failure(let error):
+                failure = failure ?? error
+                stopped.insert(record.topicPartition)
+            }
+        }
+        return (next, sent, failure)
     }
 
     /// The record sent back for dead letter `record`: to `target`, else to its source topic, with its
