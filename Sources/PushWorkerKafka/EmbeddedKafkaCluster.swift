@@ -67,7 +67,10 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
     /// `LEADER_NOT_AVAILABLE` (5): producers hold its records until the error is cleared with 0
     /// (`NO_ERROR`) or `message.timeout.ms` fails them.
     public func setTopicError(_ topic: String, error: Int32) throws {
-        try withCluster { rd_kafka_mock_topic_set_error($0, topic, rd_kafka_resp_err_t(rawValue: error)) }
+        try withCluster { mc in
+            rd_kafka_mock_topic_set_error(mc, topic, rd_kafka_resp_err_t(rawValue: error))
+            return RD_KAFKA_RESP_ERR_NO_ERROR
+        }
     }
 
     /// Makes the next `count` requests with Kafka API key `apiKey` fail with librdkafka error `error`
