@@ -191,7 +191,8 @@ import Testing
             echo $$ > "$1/pid"
             i=0; while [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
             """)
-        let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .milliseconds(200))
+        // A 1 s grace: wide enough that a loaded machine still sees the process alive during it.
+        let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(1))
         let executor = BudgetedExecutor()
         let start = ContinuousClock.now
         let report = await executor.run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(300)))
@@ -206,9 +207,9 @@ import Testing
         // SIGTERM was sent and ignored: the process is still there during the grace…
         #expect(processExists(pid), "the program died before SIGKILL; did it really ignore SIGTERM?")
         // …and SIGKILL ends it shortly after.
-        #expect(await eventually(timeout: .seconds(2)) { !processExists(pid) }, "process \(pid) still exists")
+        #expect(await eventually(timeout: .seconds(3)) { !processExists(pid) }, "process \(pid) still exists")
         let goneAfter = elapsedMs(since: start)
-        #expect(goneAfter < 2000)
+        #expect(goneAfter < 3000)
     }
 
     @Test(.timeLimit(.minutes(1)))

@@ -46,6 +46,7 @@ import Testing
         let configuration = try ServiceConfiguration.load(path: path.appendingPathComponent("config/pushworker.json5").path, environment: [:])
         #expect(configuration.workers["content-update"]?.kindName == "exec")
         #expect(configuration.workers["slow"]?.budgetMs == 2000)
+        #expect(configuration.deadLetter == DeadLetterConfiguration(topic: "push-dead-letters"))
         #expect(configuration.makeRegistry().route(type: "ping")?.name == "noop:ping")
         #expect(configuration.httpServer == HTTPServerConfiguration(enabled: true, host: "0.0.0.0", port: 9400))
     }

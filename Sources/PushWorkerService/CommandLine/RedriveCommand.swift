@@ -1,6 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
+import Synchronization
 
 /// `pushworker redrive`: sends dead letters back to the input topic they came from, once each.
 struct RedriveCommand {
@@ -60,7 +61,8 @@ struct RedriveCommand {
         consumerProperties["enable.auto.offset.store"] = "false"
         let kafkaLog = Logger(label: "pushworker.redrive").kafkaLogHandler
         let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog)
-        let producer = dryRun ? nil : try KafkaProducer(configuration: configuration.producerProperties, logHandler: kafkaLog)
+        let reports = DeliveryReports()
+        let producer = dryRun ? nil : try KafkaProducer(configuration: configuration.producerProperties, logHandler: kafkaLog, onDelivery: reports.add)
         let timeoutMs = Int32(timeout * 1000)
 
         // The range to send back, fixed now: from the group's committed offset (else the log's start) to
@@ -100,7 +102,7 @@ struct RedriveCommand {
                 continue
             }
             guard let producer, !batch.isEmpty else { continue }
-            let (next, sent, error) = await Self.send(batch, to: target, with: producer)
+            let (next, sent, error) = await Self.send(batch, to: target, with: producer, reports: reports)
             failure = error
             total += sent.values.reduce(0, +)
             sentByTopic.merge(sent, uniquingKeysWith: +)
@@ -152,39 +154,55 @@ struct RedriveCommand {
         return (records, finished)
     }
 
-    /// Sends `batch` back, every record in flight at once. Returns, per partition, the offset to commit
-    /// (one past the last record sent before the partition's first failure), the records sent by target
-    /// topic, and the first failure.
-    private static func send(_ batch: [KafkaRecord], to target: String?, with producer: KafkaProducer) async
+    /// Sends `batch` back, every record in flight at once but enqueued one after another in dead-letter
+    /// order, so that records of one key reach their input partition in the order they failed (the order
+    /// their key's records run in; sends from concurrent tasks would enqueue in any order). Returns, per
+    /// partition, the offset to commit (one past the last record sent before the partition's first
+    /// failure), the records sent by target topic, and the first failure.
+    private static func send(_ batch: [KafkaRecord], to target: String?, with producer: KafkaProducer, reports: DeliveryReports) async
         -> (next: [TopicPartition: Int64], sent: [String: Int], failure: KafkaError?) {
-        let reports = await withTaskGroup(of: (Int, Result<KafkaDeliveryReport, KafkaError>).self) { group in
-            for (index, record) in batch.enumerated() {
-                guard let outgoing = redriven(record, to: target) else {
-                    let position = "\(record.topicPartition)@\(record.offset)"
-                    group.addTask { (index, .failure(KafkaError(.deliveryFailed, "the dead letter at \(position) has no \(DeadLetterRecord.sourceTopicHeader) header; pass --to TOPIC"))) }
-                    continue
-                }
-                group.addTask {
-                    do {
-                        let report = try await producer.send(outgoing)
-                        return (index, report.error.map { .failure($0) } ?? .success(report))
-                    } catch let error as KafkaError {
-                        return (index, .failure(error))
-                    } catch {
-                        return (index, .failure(KafkaError(.deliveryFailed, "\(error)")))
-                    }
+        var outcomes = [Result<KafkaDeliveryReport, KafkaError>?](repeating: nil, count: batch.count)
+        var tokens: [UInt64: Int] = [:]
+        // Partitions with a record that could not be enqueued: the rest of them wait for the next run, behind it.
+        var refused: Set<TopicPartition> = []
+        for (index, record) in batch.enumerated() where !refused.contains(record.topicPartition) {
+            guard let outgoing = redriven(record, to: target) else {
+                let position = "\(record.topicPartition)@\(record.offset)"
+                outcomes[index] = .failure(KafkaError(.deliveryFailed, "the dead letter at \(position) has no \(DeadLetterRecord.sourceTopicHeader) header; pass --to TOPIC"))
+                refused.insert(record.topicPartition)
+                continue
+            }
+            let token = reports.nextToken()
+            while true {
+                do throws(KafkaError) {
+                    try producer.produce(outgoing, token: token)
+                    tokens[token] = index
+                    break
+                } catch where error.code == .queueFull {
+                    // The same record again once deliveries make room: the order stays.
+                    try? await Task.sleep(for: .milliseconds(5))
+                } catch {
+                    outcomes[index] = .failure(error)
+                    refused.insert(record.topicPartition)
+                    break
                 }
             }
-            var reports = [Result<KafkaDeliveryReport, KafkaError>](repeating: .failure(KafkaError(.deliveryFailed, "no report")), count: batch.count)
-            for await (index, report) in group { reports[index] = report }
-            return reports
+        }
+        // librdkafka reports every enqueued record, delivered or failed, within message.timeout.ms.
+        var waiting = Set(tokens.keys)
+        while !waiting.isEmpty {
+            for report in reports.take(waiting) {
+                waiting.remove(report.token)
+                if let index = tokens[report.token] { outcomes[index] = report.error.map { .failure($0) } ?? .success(report) }
+            }
+            if !waiting.isEmpty { try? await Task.sleep(for: .milliseconds(5)) }
         }
         var next: [TopicPartition: Int64] = [:]
         var sent: [String: Int] = [:]
         var stopped: Set<TopicPartition> = []
         var failure: KafkaError?
-        for (record, report) in zip(batch, reports) where !stopped.contains(record.topicPartition) {
-            switch report {
+        for (record, outcome) in zip(batch, outcomes) where !stopped.contains(record.topicPartition) {
+            switch outcome ?? .failure(KafkaError(.deliveryFailed, "no report")) {
             case .success(let delivery):
                 next[record.topicPartition] = record.offset + 1
                 sent[delivery.topicPartition.topic, default: 0] += 1
@@ -194,6 +212,28 @@ struct RedriveCommand {
             }
         }
         return (next, sent, failure)
+    }
+
+    /// The delivery reports of the records ``send(_:to:with:reports:)`` produced, by token.
+    final class DeliveryReports: Sendable {
+        private let state = Mutex<(nextToken: UInt64, reports: [UInt64: KafkaDeliveryReport])>((1, [:]))
+
+        func nextToken() -> UInt64 {
+            state.withLock { state in
+                defer { state.nextToken += 1 }
+                return state.nextToken
+            }
+        }
+
+        /// Called on the producer's poll thread.
+        func add(_ batch: [KafkaDeliveryReport]) {
+            state.withLock { state in for report in batch { state.reports[report.token] = report } }
+        }
+
+        /// Removes and returns the reports that arrived for `tokens`.
+        func take(_ tokens: Set<UInt64>) -> [KafkaDeliveryReport] {
+            state.withLock { state in tokens.compactMap { state.reports.removeValue(forKey: $0) } }
+        }
     }
 
     /// The record sent back for dead letter `record`: to `target`, else to its source topic, with its
