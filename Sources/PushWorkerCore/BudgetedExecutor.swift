@@ -37,6 +37,8 @@ public final class BudgetedExecutor: Sendable {
     private let logger: Logger
     private let counters = Counters()
     private let observer: (@Sendable (BudgetEvent) -> Void)?
+    /// ``cancellationGrace``, or a longer one in tests that run on a loaded machine.
+    private let grace: Duration
 
     private final class Counters: Sendable {
         let ignoredCancellations = Atomic<Int>(0)
@@ -56,6 +58,14 @@ public final class BudgetedExecutor: Sendable {
     public init(logger: Logger = Logger(label: "pushworker.executor"), observer: (@Sendable (BudgetEvent) -> Void)? = nil) {
         self.logger = logger
         self.observer = observer
+        self.grace = Self.cancellationGrace
+    }
+
+    /// An executor with another cancellation grace (tests).
+    init(cancellationGrace: Duration) {
+        self.logger = Logger(label: "pushworker.executor")
+        self.observer = nil
+        self.grace = cancellationGrace
     }
 
     deinit { timer.stop() }
@@ -80,6 +90,7 @@ public final class BudgetedExecutor: Sendable {
         let run = WorkerRun()
         let budget = registered.budget
         let deadline = job.deadline
+        let grace = self.grace
         let ignoredCancellation: @Sendable (_ stillRunning: Bool, _ lateMs: Double) -> Void = { [logger, counters, observer] stillRunning, lateMs in
             counters.ignoredCancellations.add(1, ordering: .relaxed)
             observer?(.ignoredCancellation(type: job.type, worker: registered.name))
@@ -100,7 +111,7 @@ public final class BudgetedExecutor: Sendable {
             // A worker still running a moment from now ignores cancellation: count it then, even if it never
             // returns. (Every entry of the grace list is scheduled `cancellationGrace` from now, so the list
             // stays in deadline order.)
-            _ = timer.schedule(at: .now.advanced(by: Self.cancellationGrace), budget: Self.cancellationGrace) {
+            _ = timer.schedule(at: .now.advanced(by: grace), budget: grace) {
                 if run.isRunning && run.flagIgnoredCancellation() {
                     ignoredCancellation(true, Self.milliseconds(deadline.duration(to: .now)))
                 }
@@ -138,7 +149,7 @@ public final class BudgetedExecutor: Sendable {
                 completion(ExecutionReport(
                     outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(),
                     durationMs: Self.milliseconds(start.duration(to: end)), timedOut: false))
-            } else if deadline.duration(to: end) > Self.cancellationGrace && run.flagIgnoredCancellation() {
+            } else if deadline.duration(to: end) > grace && run.flagIgnoredCancellation() {
                 // Finished past the grace before the grace check ran (a busy deadline thread).
                 ignoredCancellation(false, Self.milliseconds(deadline.duration(to: end)))
             }

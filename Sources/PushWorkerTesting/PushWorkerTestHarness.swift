@@ -191,7 +191,9 @@ public final class PushWorkerTestHarness: Sendable {
     /// Stops the service, then the cluster.
     public func shutdown() async throws {
         try await stop()
-        cluster.shutdown()
+        // Destroying the mock cluster joins its threads: off the cooperative pool.
+        let cluster = self.cluster
+        try await DedicatedThread.run(name: "harness-cluster-stop") { cluster.shutdown() }
     }
 }
 
