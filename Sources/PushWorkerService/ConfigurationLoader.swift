@@ -82,6 +82,16 @@ extension ServiceConfiguration {
             if reasons?.isEmpty == true {
                 throw ConfigurationError(.invalidValue, key: "deadLetter.reasons", "is empty, so nothing would be dead-lettered; list reasons (e.g. [\"workerError\", \"timeout\"]) or remove it for every failed result")
             }
+            for reason in reasons ?? [] {
+                if reason.isEmpty {
+                    throw ConfigurationError(.invalidValue, key: "deadLetter.reasons", "has an empty reason; list failed reasons such as \"workerError\" or \"timeout\"")
+                }
+                // Names that can never match a failed result: a typo for something else, refused rather
+                // than silently dead-lettering nothing.
+                if Self.neverFailedReasons.contains(reason) {
+                    throw ConfigurationError(.invalidValue, key: "deadLetter.reasons", "'\(reason)' is not a reason of failed results (only failed results are dead-lettered); built-in failed reasons are \(Self.failedReasons.joined(separator: ", ")), or a worker's own")
+                }
+            }
             deadLetter = DeadLetterConfiguration(topic: topic, reasons: reasons)
             try section.finish()
         }
@@ -165,6 +175,22 @@ extension ServiceConfiguration {
         }
     }
 
+    /// pushworker's own reasons of `failed` results (contract section 2).
+    static let failedReasons = [ResultReason.payloadTooLarge, .invalidPayload, .workerError, .timeout].map(\.rawValue)
+    /// Result names and pushworker's `noData` reasons: never the reason of a `failed` result.
+    static let neverFailedReasons: Set<String> = Set(
+        [ResultReason.notSilent, .expired, .noWorker].map(\.rawValue) + BackgroundFetchResult.allCases.map(\.rawValue))
+
+    /// Whether `name` is a legal Kafka topic name: 1–249 characters from `a-z A-Z 0-9 . _ -`, not `.` or
+    /// `..` (Apache Kafka's `Topic.validate`).
+    static func isLegalTopicName(_ name: String) -> Bool {
+        guard (1...249).contains(name.utf8.count), name != ".", name != ".." else { return false }
+        return name.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
+
     /// librdkafka properties that name files read when a client starts (TLS material, Kerberos keytab).
     static let fileProperties = [
         "ssl.ca.location", "ssl.certificate.location", "ssl.key.location", "ssl.keystore.location",
@@ -204,6 +230,10 @@ extension ServiceConfiguration {
         if inputTopics.isEmpty { throw ConfigurationError(.invalidValue, key: "inputTopics", "must name at least one topic") }
         if inputTopics.contains(resultsTopic) {
             throw ConfigurationError(.invalidValue, key: "resultsTopic", "'\(resultsTopic)' is also an input topic; results would be consumed as pushes")
+        }
+        for (key, name) in inputTopics.map({ ("inputTopics", $0) }) + [("resultsTopic", resultsTopic)] + (deadLetter.map { [("deadLetter.topic", $0.topic)] } ?? [])
+        where !name.isEmpty && !Self.isLegalTopicName(name) {
+            throw ConfigurationError(.invalidValue, key: key, "'\(name)' is not a legal Kafka topic name (1–249 characters from a-z, A-Z, 0-9, '.', '_' and '-')")
         }
         if let deadLetter {
             if deadLetter.topic.isEmpty { throw ConfigurationError(.invalidValue, key: "deadLetter.topic", "must not be empty") }

@@ -228,6 +228,7 @@ public final class PushWorkerService: Sendable {
         logger.info("consuming", metadata: [
             "topics": configuration.inputTopics.joined(separator: ","), "groupId": configuration.groupId,
             "resultsTopic": configuration.resultsTopic, "deadLetterTopic": configuration.deadLetter?.topic ?? "(off)",
+            "deadLetterReasons": configuration.deadLetter.map { $0.reasons?.joined(separator: ",") ?? "(every failed result)" } ?? "(off)",
             "bootstrap.servers": configuration.bootstrapServers,
             "workers": registry.types.joined(separator: ","), "maxInFlight": String(configuration.maxInFlight),
         ])

@@ -158,7 +158,7 @@ final class ResultPublisher: Sendable {
             return true
         } catch {
             _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
-            if error.code != .queueFull { logFailure("cannot produce a result; kept for retry", error, topic: outgoing.record.topic) }
+            if error.code != .queueFull { logFailure(outgoing.isDeadLetter ? "cannot produce a dead letter; kept for retry" : "cannot produce a result; kept for retry", error, topic: outgoing.record.topic) }
             if !fromBacklog { state.withLock { $0.backlog.append(outgoing) } }
             return false
         }

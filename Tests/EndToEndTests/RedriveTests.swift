@@ -27,6 +27,19 @@ struct RedriveTests {
         return listed
     }
 
+    /// Starts `pushworker dev` with one partition, a dead-letter topic and a `fail` worker that always
+    /// returns `failed`/`downstreamDown`; returns it with its bootstrap servers, input and dead-letter topics.
+    static func startDevWithFailingWorker() async throws -> (dev: RunningCommand, servers: String, input: String, dlt: String) {
+        let suffix = String(UUID().uuidString.prefix(8).lowercased())
+        let input = "pushes-\(suffix)", dlt = "dead-\(suffix)"
+        let config = try CommandLineTests.writeConfig(CommandLineTests.config(
+            suffix: suffix, workers: #""fail": { kind: "noop", result: "failed", reason: "downstreamDown" }"#,
+            extra: #"deadLetter: { topic: "\#(dlt)" }, dev: { partitions: 1 },"#))
+        let dev = try startPushworker(["dev", "--config", config])
+        let servers = String((try await dev.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
+        return (dev, servers, input, dlt)
+    }
+
     @Test func deadLettersAreListedRedrivenOnceAndRunAsTheNextAttempt() async throws {
         let suffix = String(UUID().uuidString.prefix(8).lowercased())
         let input = "pushes-\(suffix)", dlt = "dead-\(suffix)"
@@ -75,8 +88,10 @@ struct RedriveTests {
             #expect(value["type"] as? String == "broken")
         }
         #expect(Set(listed.map { Array(($0.keys)).sorted() }) == [[
-            "attempts", "deadLetter", "detail", "failedAt", "key", "messageId", "reason", "source", "value", "worker",
+            "attempts", "deadLetter", "detail", "failedAt", "headers", "key", "messageId", "reason", "source", "value", "worker",
         ]])
+        // The record's own headers, without pushworker's (shown as fields above).
+        #expect(listed.allSatisfy { ($0["headers"] as? [[String]]) == [["x-trace", "abc"]] }, "\(listed.map { $0["headers"] ?? "none" })")
 
         // The real thing: each goes back to its input topic once, and runs as attempt 2.
         let redriven = try await runPushworker(["redrive", "--bootstrap-servers", servers, "--topic", dlt])
@@ -139,13 +154,7 @@ struct RedriveTests {
     }
 
     @Test func redriveKeepsTheOrderOfEachKey() async throws {
-        let suffix = String(UUID().uuidString.prefix(8).lowercased())
-        let input = "pushes-\(suffix)", dlt = "dead-\(suffix)"
-        let config = try CommandLineTests.writeConfig(CommandLineTests.config(
-            suffix: suffix, workers: #""fail": { kind: "noop", result: "failed", reason: "downstreamDown" }"#,
-            extra: #"deadLetter: { topic: "\#(dlt)" }, dev: { partitions: 1 },"#))
-        let dev = try startPushworker(["dev", "--config", config])
-        let servers = String((try await dev.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
+        let (dev, servers, input, dlt) = try await Self.startDevWithFailingWorker()
         let count = 300
         let lines = (0..<count).map { #"{"aps":{"content-available":1},"type":"fail","n":\#($0)}"# }.joined(separator: "\n")
         let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", input, "--key", "one-device", "--file", "-"],
@@ -170,13 +179,7 @@ struct RedriveTests {
     }
 
     @Test func aDeadLetterThatCannotBeSentBackStopsItsPartitionUntilTheNextRun() async throws {
-        let suffix = String(UUID().uuidString.prefix(8).lowercased())
-        let input = "pushes-\(suffix)", dlt = "dead-\(suffix)"
-        let config = try CommandLineTests.writeConfig(CommandLineTests.config(
-            suffix: suffix, workers: #""fail": { kind: "noop", result: "failed", reason: "downstreamDown" }"#,
-            extra: #"deadLetter: { topic: "\#(dlt)" }, dev: { partitions: 1 },"#))
-        let dev = try startPushworker(["dev", "--config", config])
-        let servers = String((try await dev.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
+        let (dev, servers, input, dlt) = try await Self.startDevWithFailingWorker()
         func produce(to topic: String) async throws {
             let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", topic, "--type", "fail"])
             #expect(produced.status == 0, "\(produced.stderr)")
@@ -246,5 +249,19 @@ struct RedriveTests {
         #expect(loop.stderr.contains("--to"), "\(loop.stderr)")
         let badCount = try await runPushworker(["redrive", "--bootstrap-servers", "127.0.0.1:1", "--topic", "dead", "--count", "0"])
         #expect(badCount.status == 2, "\(badCount.stderr)")
+        // Topics that are not dead-letter topics, or must not get records back; empty values.
+        for (arguments, says) in [
+            (["--topic", "push-results"], "results topic"), (["--topic", "pushes"], "input topic"),
+            (["--topic", "dead", "--to", "push-results"], "results topic"), (["--topic", "dead", "--to", ""], "--to needs"),
+            (["--topic", ""], "--topic needs"), (["--topic", "dead", "--group", ""], "--group needs"),
+        ] {
+            let run = try await runPushworker(["redrive", "--bootstrap-servers", "127.0.0.1:1"] + arguments)
+            #expect(run.status == 2, "\(arguments): \(run.stderr)")
+            #expect(run.stderr.contains(says), "\(arguments): \(run.stderr)")
+        }
+        // No broker: one line saying what to check, exit 1.
+        let unreachable = try await runPushworker(["redrive", "--bootstrap-servers", "127.0.0.1:1", "--topic", "dead", "--timeout", "1"])
+        #expect(unreachable.status == 1, "\(unreachable.stderr)")
+        #expect(unreachable.stderr.contains("cannot read the dead-letter topic dead"), "\(unreachable.stderr)")
     }
 }

@@ -54,12 +54,32 @@ import Testing
         (#"{ deadLetter: { topic: "dead", reason: ["timeout"] } }"#, "deadLetter.reason", "not a known key"),
         (#"{ deadLetter: { topic: "dead", topics: "x" } }"#, "deadLetter.topics", "not a known key"),
         (#"{ deadLetter: "dead" }"#, "deadLetter", "must be an object"),
+        // Reasons that can never be those of a failed result: a typo or a misunderstanding.
+        (#"{ deadLetter: { topic: "dead", reasons: ["timeout", ""] } }"#, "deadLetter.reasons", "empty reason"),
+        (#"{ deadLetter: { topic: "dead", reasons: ["notSilent"] } }"#, "deadLetter.reasons", "not a reason of failed results"),
+        (#"{ deadLetter: { topic: "dead", reasons: ["noData"] } }"#, "deadLetter.reasons", "not a reason of failed results"),
+        (#"{ deadLetter: { topic: "dead", reasons: ["failed"] } }"#, "deadLetter.reasons", "workerError"),
+        // Kafka refuses such names; found here rather than in production.
+        (#"{ deadLetter: { topic: "bad topic/name" } }"#, "deadLetter.topic", "not a legal Kafka topic name"),
+        (#"{ resultsTopic: "résultats" }"#, "resultsTopic", "not a legal Kafka topic name"),
+        (#"{ inputTopics: ["ok", ".."] }"#, "inputTopics", "not a legal Kafka topic name"),
     ])
     func badSettingsAreNamed(_ text: String, _ key: String, _ message: String) {
         let error = ConfigurationTests.error(text)
         #expect(error?.key == key, "\(text): \(String(describing: error))")
         #expect(error?.description.contains(key) == true)
         #expect(error?.message.contains(message) == true, "\(text): \(error?.message ?? "no error")")
+    }
+
+    @Test func legalTopicNames() {
+        for name in ["pushes", "push-results", "a.b_c-D9", String(repeating: "x", count: 249), "..."] {
+            #expect(ServiceConfiguration.isLegalTopicName(name), "\(name)")
+        }
+        for name in ["", ".", "..", "a b", "a/b", "é", String(repeating: "x", count: 250)] {
+            #expect(!ServiceConfiguration.isLegalTopicName(name), "\(name)")
+        }
+        // A worker's own failed reason is accepted.
+        #expect(ConfigurationTests.error(#"{ deadLetter: { topic: "dead", reasons: ["contentNotFound", "timeout"] } }"#) == nil)
     }
 
     @Test func checkConfigPrintsTheDeadLetterObject() throws {

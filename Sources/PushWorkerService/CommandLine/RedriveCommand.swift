@@ -23,12 +23,15 @@ struct RedriveCommand {
                                   built-in defaults)
       --bootstrap-servers HOSTS   Kafka brokers (overrides the file and $PUSHWORKER_BOOTSTRAP_SERVERS)
       --topic T                   the dead-letter topic (default: deadLetter.topic of the configuration)
-      --to TOPIC                  send every dead letter to TOPIC instead of its source topic
+      --to TOPIC                  send every dead letter to TOPIC instead of its source topic (also
+                                  records without a pushworker-source-topic header, which otherwise
+                                  stop the run)
       --group G                   the consumer group that remembers progress (default: <groupId>-redrive)
       --count N                   send back at most N dead letters
       --timeout SECONDS           give up waiting for the broker after this long without a record (default 10)
-      --dry-run                   print each dead letter as one JSON line (source, reason, detail,
-                                  attempts, failedAt, key, value); send back and commit nothing
+      --dry-run                   print each dead letter as one JSON line (deadLetter, source, messageId,
+                                  reason, detail, worker, attempts, failedAt, key, value, headers); send
+                                  back and commit nothing
     """
 
     /// Dead letters read before they are sent back and their offsets committed.
@@ -48,15 +51,27 @@ struct RedriveCommand {
         let dryRun = parser.has("dry-run")
         let (configuration, _) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
         Logger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
+        for option in ["topic", "to", "group"] where parser.value(option)?.isEmpty == true {
+            throw CommandLineError(.usage, "pushworker redrive: --\(option) needs a non-empty value")
+        }
         guard let topic = parser.value("topic") ?? configuration.deadLetter?.topic else {
             throw CommandLineError(.usage, "pushworker redrive: no dead-letter topic; pass --topic T or set deadLetter.topic in the configuration")
+        }
+        // Topics that hold no dead letters, or must not receive records sent back (the configuration's, or
+        // the defaults without one).
+        if topic == configuration.resultsTopic || configuration.inputTopics.contains(topic) {
+            throw CommandLineError(.usage, "pushworker redrive: --topic \(topic) is the \(topic == configuration.resultsTopic ? "results" : "input") topic, not a dead-letter topic")
         }
         let target = parser.value("to")
         if target == topic {
             throw CommandLineError(.usage, "pushworker redrive: --to names the dead-letter topic itself; records would loop")
         }
+        if target == configuration.resultsTopic {
+            throw CommandLineError(.usage, "pushworker redrive: --to \(configuration.resultsTopic) is the results topic; send dead letters back to an input topic")
+        }
+        let group = parser.value("group") ?? "\(configuration.groupId)-redrive"
         var consumerProperties = configuration.kafka.merging(configuration.consumer)
-        consumerProperties["group.id"] = parser.value("group") ?? "\(configuration.groupId)-redrive"
+        consumerProperties["group.id"] = group
         consumerProperties["enable.auto.commit"] = "false"
         consumerProperties["enable.auto.offset.store"] = "false"
         let kafkaLog = Logger(label: "pushworker.redrive").kafkaLogHandler
@@ -67,21 +82,33 @@ struct RedriveCommand {
 
         // The range to send back, fixed now: from the group's committed offset (else the log's start) to
         // the end of each partition. Partitions are assigned directly: no group join, no rebalance wait.
-        var ends = try await DedicatedThread.run(name: "pushworker-redrive") { () throws -> [TopicPartition: Int64] in
-            let partitions = (0..<(try consumer.partitionCount(topic: topic, timeoutMs: timeoutMs))).map { TopicPartition(topic: topic, partition: Int32($0)) }
-            let committed = Dictionary(uniqueKeysWithValues: try consumer.committed(partitions, timeoutMs: timeoutMs).map { ($0.topicPartition, $0.offset) })
-            var starts: [TopicPartitionOffset] = []
-            var ends: [TopicPartition: Int64] = [:]
-            for tp in partitions {
-                let (low, high) = try consumer.watermarks(tp, timeoutMs: timeoutMs)
-                let start = max(committed[tp].flatMap { $0 >= 0 ? $0 : nil } ?? low, low)
-                guard start < high else { continue }
-                starts.append(TopicPartitionOffset(tp, offset: start))
-                ends[tp] = high
+        let range: (ends: [TopicPartition: Int64], waiting: Int64, fresh: Bool)
+        do {
+            range = try await DedicatedThread.run(name: "pushworker-redrive") { () throws -> ([TopicPartition: Int64], Int64, Bool) in
+                let partitions = (0..<(try consumer.partitionCount(topic: topic, timeoutMs: timeoutMs))).map { TopicPartition(topic: topic, partition: Int32($0)) }
+                let committed = Dictionary(uniqueKeysWithValues: try consumer.committed(partitions, timeoutMs: timeoutMs).map { ($0.topicPartition, $0.offset) })
+                var starts: [TopicPartitionOffset] = []
+                var ends: [TopicPartition: Int64] = [:]
+                var waiting: Int64 = 0
+                for tp in partitions {
+                    let (low, high) = try consumer.watermarks(tp, timeoutMs: timeoutMs)
+                    let start = max(committed[tp].flatMap { $0 >= 0 ? $0 : nil } ?? low, low)
+                    guard start < high else { continue }
+                    starts.append(TopicPartitionOffset(tp, offset: start))
+                    ends[tp] = high
+                    waiting += high - start
+                }
+                try consumer.assign(starts)
+                return (ends, waiting, committed.values.allSatisfy { $0 < 0 })
             }
-            try consumer.assign(starts)
-            return ends
+        } catch let error as KafkaError {
+            throw CommandLineError(.failure, "pushworker redrive: cannot read the dead-letter topic \(topic) (\(error.message)); check the brokers (--bootstrap-servers, --config) and the topic name")
         }
+        var ends = range.ends
+        Logger(label: "pushworker.redrive").info(dryRun ? "listing dead letters" : "sending dead letters back", metadata: [
+            "topic": topic, "group": group, "waiting": String(range.waiting),
+            "from": range.fresh ? "the beginning (nothing committed yet for this group)" : "the group's committed offsets",
+        ])
 
         let stop = StopFlag()
         let watcher = SignalWatcher { stop.set() }
@@ -260,6 +287,10 @@ struct RedriveCommand {
             guard let bytes else { return .null }
             return .string(String(validating: bytes, as: UTF8.self) ?? "base64:" + Data(bytes).base64EncodedString())
         }
+        // The record's own headers (apns-id, traceparent, …) as [name, value] pairs in order.
+        let headers = record.headers.filter { !$0.name.hasPrefix(DeadLetterRecord.headerPrefix) }.map { header in
+            JSONValue.array([.string(header.name), text(header.value)])
+        }
         let object: JSONValue = .object([
             "deadLetter": .object([
                 "topic": .string(record.topicPartition.topic), "partition": .int(Int64(record.topicPartition.partition)),
@@ -268,7 +299,7 @@ struct RedriveCommand {
             "source": .object(["topic": header("source-topic"), "partition": number("source-partition"), "offset": number("source-offset")]),
             "messageId": header("message-id"), "reason": header("reason"), "detail": header("detail"),
             "worker": header("worker"), "attempts": number("attempts"), "failedAt": header("failed-at"),
-            "key": text(record.key), "value": text(record.value),
+            "key": text(record.key), "value": text(record.value), "headers": .array(headers),
         ])
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
