@@ -27,7 +27,7 @@ enum DeadLetterRecord {
         func add(_ name: String, _ value: String?) {
             if let value { headers.append(KafkaHeader(name: headerPrefix + name, string: value)) }
         }
-        add("attempts", String(result.attempt))
+        headers.append(KafkaHeader(name: Job.attemptsHeader, string: String(result.attempt)))
         add("reason", result.reason?.rawValue)
         add("detail", result.detail)
         add("worker", result.worker)
