@@ -231,7 +231,9 @@ extension ServiceConfiguration {
         if inputTopics.contains(resultsTopic) {
             throw ConfigurationError(.invalidValue, key: "resultsTopic", "'\(resultsTopic)' is also an input topic; results would be consumed as pushes")
         }
-        for (key, name) in inputTopics.map({ ("inputTopics", $0) }) + [("resultsTopic", resultsTopic)] + (deadLetter.map { [("deadLetter.topic", $0.topic)] } ?? [])
+        // An input topic starting with `^` is a regular expression (librdkafka's pattern subscription).
+        let named = inputTopics.filter { !$0.hasPrefix("^") }.map { ("inputTopics", $0) }
+        for (key, name) in named + [("resultsTopic", resultsTopic)] + (deadLetter.map { [("deadLetter.topic", $0.topic)] } ?? [])
         where !name.isEmpty && !Self.isLegalTopicName(name) {
             throw ConfigurationError(.invalidValue, key: key, "'\(name)' is not a legal Kafka topic name (1–249 characters from a-z, A-Z, 0-9, '.', '_' and '-')")
         }

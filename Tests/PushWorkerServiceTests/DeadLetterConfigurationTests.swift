@@ -78,6 +78,8 @@ import Testing
         for name in ["", ".", "..", "a b", "a/b", "é", String(repeating: "x", count: 250)] {
             #expect(!ServiceConfiguration.isLegalTopicName(name), "\(name)")
         }
+        // A pattern subscription is not a topic name.
+        #expect(ConfigurationTests.error(#"{ inputTopics: ["^pushes-.*"] }"#) == nil)
         // A worker's own failed reason is accepted.
         #expect(ConfigurationTests.error(#"{ deadLetter: { topic: "dead", reasons: ["contentNotFound", "timeout"] } }"#) == nil)
     }
