@@ -120,21 +120,28 @@ public final class JobDispatcher: Sendable {
             }
         }
         guard !routed.isEmpty else { return }
+        // Outside the lock: whether each job's worker answers at once (noop without delay).
+        let outcomesNow = routed.map { ($0.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: $0.job) }
         var toStart: [Pending] = []
-        for pending in routed {
-            // An immediate worker whose key is free finishes here, before the next record is looked at.
-            let outcomeNow = (pending.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: pending.job)
-            let runNow = state.withLock { state -> Bool in
+        // Immediate jobs whose key is free finish here; they never hold their key, so a later record
+        // with the same key finds it free too. Their results go out after the lock, in order.
+        var finishedNow: [(Pending, WorkerOutcome)] = []
+        state.withLock { state in
+            for (pending, outcomeNow) in zip(routed, outcomesNow) {
                 if let key = pending.job.key {
                     if state.keyQueues[key] != nil {
                         state.keyQueues[key]?.append(pending)
                         state.waiting += 1
-                        return false
+                        continue
                     }
-                    if outcomeNow != nil { return true }
+                    if let outcomeNow {
+                        finishedNow.append((pending, outcomeNow))
+                        continue
+                    }
                     state.keyQueues[key] = FIFOQueue()
-                } else if outcomeNow != nil {
-                    return true
+                } else if let outcomeNow {
+                    finishedNow.append((pending, outcomeNow))
+                    continue
                 }
                 if state.running < maxInFlight && state.workerHasRoom(pending) {
                     state.markStarted(pending)
@@ -143,12 +150,13 @@ public final class JobDispatcher: Sendable {
                     state.enqueue(pending)
                     state.waiting += 1
                 }
-                return false
             }
-            if runNow, let outcomeNow {
-                let doneMs = Clock.nowMs()
+        }
+        if !finishedNow.isEmpty {
+            let doneMs = Clock.nowMs()
+            for (pending, outcome) in finishedNow {
                 onResult(result(of: pending, ExecutionReport(
-                    outcome: outcomeNow, startedAtMs: doneMs, finishedAtMs: doneMs, durationMs: 0, timedOut: false)), pending.input)
+                    outcome: outcome, startedAtMs: doneMs, finishedAtMs: doneMs, durationMs: 0, timedOut: false)), pending.input)
             }
         }
         toStart.forEach(start)
