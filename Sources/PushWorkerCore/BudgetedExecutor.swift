@@ -33,12 +33,9 @@ public enum BudgetEvent: Sendable, Equatable {
 /// deadline (within 20 ms before it, or after) — typically an I/O timeout sized from `Job.remaining` firing
 /// just before the deadline timer — is reported as `timeout` too, not `workerError`.
 public final class BudgetedExecutor: Sendable {
-    private let timer = DeadlineTimer()
-    private let logger: Logger
-    private let counters = Counters()
-    private let observer: (@Sendable (BudgetEvent) -> Void)?
-    /// ``cancellationGrace``, or a longer one in tests that run on a loaded machine.
-    private let grace: Duration
+    /// What runs and their timers share; captured by them instead of the executor, so that freeing the
+    /// executor stops the deadline thread even while a worker that ignores cancellation never returns.
+    private let reporting: Reporting
 
     private final class Counters: Sendable {
         let ignoredCancellations = Atomic<Int>(0)
@@ -56,28 +53,24 @@ public final class BudgetedExecutor: Sendable {
     ///   - observer: told of each ``BudgetEvent`` (for metrics), on the deadline thread or the worker's
     ///     task. Keep it short; default none.
     public init(logger: Logger = Logger(label: "pushworker.executor"), observer: (@Sendable (BudgetEvent) -> Void)? = nil) {
-        self.logger = logger
-        self.observer = observer
-        self.grace = Self.cancellationGrace
+        reporting = Reporting(timer: DeadlineTimer(), logger: logger, counters: Counters(), observer: observer, grace: Self.cancellationGrace)
     }
 
     /// An executor with another cancellation grace (tests).
     init(cancellationGrace: Duration) {
-        self.logger = Logger(label: "pushworker.executor")
-        self.observer = nil
-        self.grace = cancellationGrace
+        reporting = Reporting(timer: DeadlineTimer(), logger: Logger(label: "pushworker.executor"), counters: Counters(), observer: nil, grace: cancellationGrace)
     }
 
-    deinit { timer.stop() }
+    deinit { reporting.timer.stop() }
 
     /// Workers that were still running ``cancellationGrace`` past their deadline (they ignored
     /// cancellation), counted once per run.
-    public var ignoredCancellationCount: Int { counters.ignoredCancellations.load(ordering: .relaxed) }
+    public var ignoredCancellationCount: Int { reporting.counters.ignoredCancellations.load(ordering: .relaxed) }
     /// Runs that reached their deadline.
-    public var timeoutCount: Int { counters.timeouts.load(ordering: .relaxed) }
+    public var timeoutCount: Int { reporting.counters.timeouts.load(ordering: .relaxed) }
     /// How long ago the deadline thread last looked for due deadlines (at least every 500 ms when all is
     /// well), or `nil` once it has ended. A large value means a completion handler blocks that thread.
-    public var sinceDeadlineTimerRound: Duration? { timer.sinceLastRound }
+    public var sinceDeadlineTimerRound: Duration? { reporting.timer.sinceLastRound }
 
     /// Starts `job` on `registered.worker` now, under `registered.budget`, and calls `completion` exactly
     /// once: with the worker's outcome, or at the deadline with `failed`/`timeout`.
@@ -88,44 +81,15 @@ public final class BudgetedExecutor: Sendable {
         started.start(budget: registered.budget, at: start)
         let job = started
         let run = WorkerRun()
-        let budget = registered.budget
         let deadline = job.deadline
-        let grace = self.grace
-        let ignoredCancellation: @Sendable (_ stillRunning: Bool, _ lateMs: Double) -> Void = { [logger, counters, observer] stillRunning, lateMs in
-            counters.ignoredCancellations.add(1, ordering: .relaxed)
-            observer?(.ignoredCancellation(type: job.type, worker: registered.name))
-            logger.warning(stillRunning ? "worker ignores cancellation: still running after its deadline" : "worker ignored cancellation: it finished after its deadline", metadata: [
-                "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "lateMs": Self.format(lateMs),
-                "topic": job.source.topic, "partition": String(job.source.partition), "offset": String(job.source.offset),
-            ])
-        }
-        // Reports `timeout` for a run whose outcome the caller has just claimed.
-        let reportTimeout: @Sendable () -> Void = { [timer, logger, counters, observer] in
-            counters.timeouts.add(1, ordering: .relaxed)
-            observer?(.timedOut(type: job.type, worker: registered.name))
-            let budgetMs = Self.milliseconds(budget)
-            logger.warning("worker ran past its budget; cancelled", metadata: [
-                "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "budgetMs": Self.format(budgetMs),
-                "topic": job.source.topic, "partition": String(job.source.partition), "offset": String(job.source.offset),
-            ])
-            // A worker still running a moment from now ignores cancellation: count it then, even if it never
-            // returns. (Every entry of the grace list is scheduled `cancellationGrace` from now, so the list
-            // stays in deadline order.)
-            _ = timer.schedule(at: .now.advanced(by: grace), budget: grace) {
-                if run.isRunning && run.flagIgnoredCancellation() {
-                    ignoredCancellation(true, Self.milliseconds(deadline.duration(to: .now)))
-                }
-            }
-            completion(ExecutionReport(
-                outcome: .failed(.timeout, detail: "the worker ran past its budget of \(Self.format(budgetMs)) ms"),
-                startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(), durationMs: budgetMs, timedOut: true))
-        }
-        let entry = timer.schedule(at: deadline, budget: budget) {
+        let reporting = self.reporting
+        let timer = reporting.timer
+        let entry = timer.schedule(at: deadline, budget: registered.budget) {
             guard run.claim() else { return }
             run.cancel()
-            reportTimeout()
+            reporting.reportTimeout(job, on: registered, run: run, startedAtMs: startedAtMs, completion: completion)
         }
-        let task = Task { [timer] in
+        let task = Task {
             let outcome: WorkerOutcome
             do {
                 outcome = try await registered.worker.perform(job)
@@ -133,25 +97,23 @@ public final class BudgetedExecutor: Sendable {
                 // An error at the deadline (an I/O timeout sized from `job.remaining`, a cancellation) is the
                 // budget running out: the deadline wins and the result is `timeout`.
                 if ContinuousClock.now >= deadline - Self.deadlineTolerance {
-                    run.markFinished()
-                    if run.claim() {
+                    if run.finishAndClaim() {
                         timer.cancel(entry)
-                        reportTimeout()
+                        reporting.reportTimeout(job, on: registered, run: run, startedAtMs: startedAtMs, completion: completion)
                     }
                     return
                 }
                 outcome = .failed(.workerError, detail: String(describing: error))
             }
             let end = ContinuousClock.now
-            run.markFinished()
-            if run.claim() {
+            if run.finishAndClaim() {
                 timer.cancel(entry)
                 completion(ExecutionReport(
                     outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(),
                     durationMs: Self.milliseconds(start.duration(to: end)), timedOut: false))
-            } else if deadline.duration(to: end) > grace && run.flagIgnoredCancellation() {
+            } else if deadline.duration(to: end) > reporting.grace && run.flagIgnoredCancellation() {
                 // Finished past the grace before the grace check ran (a busy deadline thread).
-                ignoredCancellation(false, Self.milliseconds(deadline.duration(to: end)))
+                reporting.ignoredCancellation(job, on: registered, stillRunning: false, lateMs: Self.milliseconds(deadline.duration(to: end)))
             }
         }
         run.attach(task)
@@ -173,6 +135,55 @@ public final class BudgetedExecutor: Sendable {
     }
 
     static func format(_ ms: Double) -> String { ResultRecord.formatDuration(ms) }
+
+    /// The deadline timer, counters, observer and logger, and what a run reports through them when its
+    /// budget runs out.
+    private struct Reporting: Sendable {
+        let timer: DeadlineTimer
+        let logger: Logger
+        let counters: Counters
+        let observer: (@Sendable (BudgetEvent) -> Void)?
+        /// ``BudgetedExecutor/cancellationGrace``, or a longer one in tests that run on a loaded machine.
+        let grace: Duration
+
+        /// Reports `timeout` for a run whose outcome the caller has just claimed, and schedules the check for
+        /// a worker that ignores its cancellation.
+        func reportTimeout(
+            _ job: Job, on registered: RegisteredWorker, run: WorkerRun, startedAtMs: Int64,
+            completion: @Sendable (ExecutionReport) -> Void
+        ) {
+            counters.timeouts.add(1, ordering: .relaxed)
+            observer?(.timedOut(type: job.type, worker: registered.name))
+            let budgetMs = BudgetedExecutor.milliseconds(registered.budget)
+            logger.warning("worker ran past its budget; cancelled", metadata: [
+                "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "budgetMs": BudgetedExecutor.format(budgetMs),
+                "topic": job.source.topic, "partition": String(job.source.partition), "offset": String(job.source.offset),
+            ])
+            // A worker still running a moment from now ignores cancellation: count it then, even if it never
+            // returns. (Every entry of the grace list is scheduled `cancellationGrace` from now, so the list
+            // stays in deadline order.)
+            let deadline = job.deadline
+            _ = timer.schedule(at: .now.advanced(by: grace), budget: grace) {
+                if run.isRunning && run.flagIgnoredCancellation() {
+                    ignoredCancellation(job, on: registered, stillRunning: true, lateMs: BudgetedExecutor.milliseconds(deadline.duration(to: .now)))
+                }
+            }
+            completion(ExecutionReport(
+                outcome: .failed(.timeout, detail: "the worker ran past its budget of \(BudgetedExecutor.format(budgetMs)) ms"),
+                startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(), durationMs: budgetMs, timedOut: true))
+        }
+
+        /// Counts and logs a run that went on past its deadline's cancellation grace.
+        func ignoredCancellation(_ job: Job, on registered: RegisteredWorker, stillRunning: Bool, lateMs: Double) {
+            counters.ignoredCancellations.add(1, ordering: .relaxed)
+            observer?(.ignoredCancellation(type: job.type, worker: registered.name))
+            logger.warning(stillRunning ? "worker ignores cancellation: still running after its deadline" : "worker ignored cancellation: it finished after its deadline", metadata: [
+                "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "lateMs": BudgetedExecutor.format(lateMs),
+                "topic": job.source.topic, "partition": String(job.source.partition), "offset": String(job.source.offset),
+            ])
+        }
+
+    }
 }
 
 /// One worker run: who decides its outcome (the worker or the deadline) and its task, for cancellation.
@@ -186,8 +197,16 @@ final class WorkerRun: Sendable {
     }
     private let state = Mutex(State())
 
-    /// The worker returned (or threw).
-    func markFinished() { state.withLock { $0.finished = true } }
+    /// Marks the worker returned (or threw) and returns true if this decides the outcome (the deadline
+    /// has not claimed it): one lock for both.
+    func finishAndClaim() -> Bool {
+        state.withLock { state in
+            state.finished = true
+            if state.claimed { return false }
+            state.claimed = true
+            return true
+        }
+    }
 
     /// Whether the worker has not returned yet.
     var isRunning: Bool { state.withLock { !$0.finished } }
