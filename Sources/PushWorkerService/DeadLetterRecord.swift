@@ -16,8 +16,19 @@ import PushWorkerKafka
 enum DeadLetterRecord {
     /// The prefix of the headers pushworker adds.
     static let headerPrefix = "pushworker-"
-    /// The header naming the input topic a dead letter came from.
-    static let sourceTopicHeader = "pushworker-source-topic"
+
+    /// The names of the headers pushworker adds, as written here and read by `pushworker redrive`.
+    enum Header {
+        static let attempts = Job.attemptsHeader
+        static let reason = "pushworker-reason"
+        static let detail = "pushworker-detail"
+        static let worker = "pushworker-worker"
+        static let messageId = "pushworker-message-id"
+        static let sourceTopic = "pushworker-source-topic"
+        static let sourcePartition = "pushworker-source-partition"
+        static let sourceOffset = "pushworker-source-offset"
+        static let failedAt = "pushworker-failed-at"
+    }
 
     /// The dead letter of `input`, answered by the `failed` result `result`, for `topic`.
     static func make(for input: InputRecord, result: ResultRecord, topic: String) -> KafkaOutgoingRecord {
@@ -25,17 +36,17 @@ enum DeadLetterRecord {
             header.name.hasPrefix(headerPrefix) ? nil : KafkaHeader(name: header.name, value: header.value)
         }
         func add(_ name: String, _ value: String?) {
-            if let value { headers.append(KafkaHeader(name: headerPrefix + name, string: value)) }
+            if let value { headers.append(KafkaHeader(name: name, string: value)) }
         }
-        headers.append(KafkaHeader(name: Job.attemptsHeader, string: String(result.attempt)))
-        add("reason", result.reason?.rawValue)
-        add("detail", result.detail)
-        add("worker", result.worker)
-        add("message-id", result.messageId)
-        add("source-topic", input.source.topic)
-        add("source-partition", String(input.source.partition))
-        add("source-offset", String(input.source.offset))
-        add("failed-at", Clock.rfc3339(ms: result.finishedAtMs))
+        add(Header.attempts, String(result.attempt))
+        add(Header.reason, result.reason?.rawValue)
+        add(Header.detail, result.detail)
+        add(Header.worker, result.worker)
+        add(Header.messageId, result.messageId)
+        add(Header.sourceTopic, input.source.topic)
+        add(Header.sourcePartition, String(input.source.partition))
+        add(Header.sourceOffset, String(input.source.offset))
+        add(Header.failedAt, Clock.rfc3339(ms: result.finishedAtMs))
         return KafkaOutgoingRecord(topic: topic, key: input.key, value: input.value, headers: headers)
     }
 }

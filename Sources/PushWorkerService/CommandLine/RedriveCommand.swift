@@ -195,7 +195,7 @@ struct RedriveCommand {
         for (index, record) in batch.enumerated() where !refused.contains(record.topicPartition) {
             guard let outgoing = redriven(record, to: target) else {
                 let position = "\(record.topicPartition)@\(record.offset)"
-                outcomes[index] = .failure(KafkaError(.deliveryFailed, "the dead letter at \(position) has no \(DeadLetterRecord.sourceTopicHeader) header; pass --to TOPIC"))
+                outcomes[index] = .failure(KafkaError(.deliveryFailed, "the dead letter at \(position) has no \(DeadLetterRecord.Header.sourceTopic) header; pass --to TOPIC"))
                 refused.insert(record.topicPartition)
                 continue
             }
@@ -267,7 +267,7 @@ struct RedriveCommand {
     /// key, value and headers, minus the failure headers pushworker added (`pushworker-attempts` stays).
     /// `nil` when there is no `target` and the record has no non-empty source-topic header.
     static func redriven(_ record: KafkaRecord, to target: String?) -> KafkaOutgoingRecord? {
-        let source = record.headers.first { $0.name == DeadLetterRecord.sourceTopicHeader }?.value.map { String(decoding: $0, as: UTF8.self) }
+        let source = record.headers.first { $0.name == DeadLetterRecord.Header.sourceTopic }?.value.map { String(decoding: $0, as: UTF8.self) }
         guard let topic = target ?? source, !topic.isEmpty else { return nil }
         let headers = record.headers.filter { !$0.name.hasPrefix(DeadLetterRecord.headerPrefix) || $0.name == Job.attemptsHeader }
         return KafkaOutgoingRecord(topic: topic, key: record.key, value: record.value, headers: headers)
@@ -275,8 +275,9 @@ struct RedriveCommand {
 
     /// One JSON line describing a dead letter (`--dry-run`).
     static func describe(_ record: KafkaRecord) -> String {
+        typealias Name = DeadLetterRecord.Header
         func header(_ name: String) -> JSONValue {
-            guard let value = record.headers.first(where: { $0.name == DeadLetterRecord.headerPrefix + name })?.value else { return .null }
+            guard let value = record.headers.first(where: { $0.name == name })?.value else { return .null }
             return .string(String(decoding: value, as: UTF8.self))
         }
         func number(_ name: String) -> JSONValue {
@@ -296,9 +297,11 @@ struct RedriveCommand {
                 "topic": .string(record.topicPartition.topic), "partition": .int(Int64(record.topicPartition.partition)),
                 "offset": .int(record.offset),
             ]),
-            "source": .object(["topic": header("source-topic"), "partition": number("source-partition"), "offset": number("source-offset")]),
-            "messageId": header("message-id"), "reason": header("reason"), "detail": header("detail"),
-            "worker": header("worker"), "attempts": number("attempts"), "failedAt": header("failed-at"),
+            "source": .object([
+                "topic": header(Name.sourceTopic), "partition": number(Name.sourcePartition), "offset": number(Name.sourceOffset),
+            ]),
+            "messageId": header(Name.messageId), "reason": header(Name.reason), "detail": header(Name.detail),
+            "worker": header(Name.worker), "attempts": number(Name.attempts), "failedAt": header(Name.failedAt),
             "key": text(record.key), "value": text(record.value), "headers": .array(headers),
         ])
         let encoder = JSONEncoder()
