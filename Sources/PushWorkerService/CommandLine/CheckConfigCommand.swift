@@ -105,9 +105,6 @@ extension ServiceConfiguration {
                 "enabled": .bool(httpServer.enabled), "host": .string(httpServer.host), "port": .int(Int64(httpServer.port)),
             ]),
         ])
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(root) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        return Output.json(root, pretty: true)
     }
 }

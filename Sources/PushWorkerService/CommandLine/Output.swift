@@ -1,4 +1,5 @@
 import Foundation
+import PushWorkerCore
 import Synchronization
 
 /// Unbuffered, line-at-a-time writes to stdout and stderr, safe from any thread.
@@ -15,6 +16,15 @@ public enum Output {
         var data = Data(bytes)
         data.append(0x0A)
         lock.withLock { _ in FileHandle.standardOutput.write(data) }
+    }
+
+    /// `value` as JSON text with sorted keys and unescaped slashes (one line, or indented when `pretty`),
+    /// as the commands print JSON.
+    static func json(_ value: JSONValue, pretty: Bool = false) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// Writes one line to stderr.

@@ -304,8 +304,6 @@ struct RedriveCommand {
             "worker": header(Name.worker), "attempts": number(Name.attempts), "failedAt": header(Name.failedAt),
             "key": text(record.key), "value": text(record.value), "headers": .array(headers),
         ])
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        return Output.json(object)
     }
 }
