@@ -35,28 +35,20 @@ public enum PrometheusText {
     }
 
     /// A help text with `\` and newline escaped.
-    public static func escapeHelp(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 == 0x5C || $0 == 0x0A }) else { return text }
-        var out = ""
-        for character in text.unicodeScalars {
-            switch character {
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            default: out.unicodeScalars.append(character)
-            }
-        }
-        return out
-    }
+    public static func escapeHelp(_ text: String) -> String { escape(text, quotes: false) }
 
     /// A label value with `\`, `"` and newline escaped.
-    public static func escapeLabelValue(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 == 0x5C || $0 == 0x0A || $0 == 0x22 }) else { return text }
+    public static func escapeLabelValue(_ text: String) -> String { escape(text, quotes: true) }
+
+    /// `text` with `\` and newline escaped, and `"` too when `quotes`.
+    private static func escape(_ text: String, quotes: Bool) -> String {
+        guard text.utf8.contains(where: { $0 == 0x5C || $0 == 0x0A || (quotes && $0 == 0x22) }) else { return text }
         var out = ""
         for character in text.unicodeScalars {
             switch character {
             case "\\": out += "\\\\"
             case "\n": out += "\\n"
-            case "\"": out += "\\\""
+            case "\"" where quotes: out += "\\\""
             default: out.unicodeScalars.append(character)
             }
         }
