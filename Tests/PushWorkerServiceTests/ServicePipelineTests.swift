@@ -245,7 +245,11 @@ extension ResultDeliveryTests {
             await gate.wait()
             return .newData
         })
-        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1)
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) {
+            // Reconnect within a second once the broker is back (librdkafka's backoff grows to 10 s by
+            // default), so the group session (6 s in the harness) does not time out on a busy machine.
+            $0.kafka["reconnect.backoff.max.ms"] = "1000"
+        }
         for _ in 0..<5 { try await harness.produce(#"{"aps":{"content-available":1},"type":"gated"}"#) }
         while harness.service.currentStatistics.recordsConsumed < 5 { try await Task.sleep(for: .milliseconds(20)) }
         // The only broker goes down while the jobs finish: their results cannot be produced.
