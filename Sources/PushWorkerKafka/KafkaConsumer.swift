@@ -23,7 +23,7 @@ public enum KafkaRebalanceEvent: Sendable, Equatable {
 public final class KafkaConsumer: Sendable {
     private let client: KafkaClient
     private let closed = Atomic<Bool>(false)
-    private let topicNames = Mutex<[UInt: String]>([:])
+    private let topicNames = Mutex(TopicNameCache())
 
     /// Creates a consumer. Offsets are stored only by ``storeOffsets(_:)`` when the configuration sets
     /// `enable.auto.offset.store=false`, as at-least-once processing needs.
@@ -99,13 +99,8 @@ public final class KafkaConsumer: Sendable {
         let err = message.pointee.err
         if err == RD_KAFKA_RESP_ERR_NO_ERROR {
             // One topic name per topic handle, not one String per record.
-            let handle = UInt(bitPattern: message.pointee.rkt)
-            let topic = topicNames.withLock { cache -> String in
-                if let name = cache[handle] { return name }
-                let name = message.pointee.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
-                cache[handle] = name
-                return name
-            }
+            let rkt = message.pointee.rkt
+            let topic = topicNames.withLock { $0.name(of: rkt) }
             return KafkaRecord(copying: message, topic: topic)
         }
         if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
