@@ -85,7 +85,7 @@ public final class PushWorkerTestHarness: Sendable {
         // port from `harness.service.httpServerPort`.
         configuration.httpServer.enabled = false
         configure(&configuration)
-        for topic in configuration.inputTopics + [configuration.resultsTopic] + (configuration.deadLetter.map { [$0.topic] } ?? []) {
+        for topic in configuration.inputTopics + configuration.outputTopics {
             try cluster.createTopic(topic, partitions: partitions)
         }
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
