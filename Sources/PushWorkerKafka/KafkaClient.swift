@@ -90,14 +90,26 @@ final class KafkaClient: @unchecked Sendable {
                 return 0
             }
         }
+        do throws(KafkaError) {
+            self.handle = try KafkaClient.newHandle(kind: kind, conf: conf)
+        } catch {
+            throw KafkaError(.clientCreation, "rd_kafka_new failed: \(error.message)")
+        }
+    }
+
+    /// Creates an `rd_kafka_t` of `kind` from `conf` (`rd_kafka_new`), which then owns `conf`; when that
+    /// fails, `conf` is destroyed here.
+    /// - Throws: ``KafkaError/Code/clientCreation`` whose message is librdkafka's own text, bare (callers
+    ///   word their own message around it).
+    static func newHandle(kind: Kind, conf: OpaquePointer) throws(KafkaError) -> OpaquePointer {
         var errstr = [CChar](repeating: 0, count: 512)
         let type = kind == .producer ? RD_KAFKA_PRODUCER : RD_KAFKA_CONSUMER
         guard let rk = rd_kafka_new(type, conf, &errstr, errstr.count) else {
             rd_kafka_conf_destroy(conf)
             let text = String(decoding: errstr.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw KafkaError(.clientCreation, "rd_kafka_new failed: \(text)")
+            throw KafkaError(.clientCreation, text)
         }
-        self.handle = rk
+        return rk
     }
 
     deinit {

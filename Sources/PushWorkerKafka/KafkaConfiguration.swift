@@ -83,12 +83,7 @@ extension KafkaConfiguration {
         offline["metadata.broker.list"] = nil
         let conf = try offline.makeConf()
         rd_kafka_conf_set_log_cb(conf) { _, _, _, _ in }
-        var errstr = [CChar](repeating: 0, count: 512)
-        guard let rk = rd_kafka_new(consumer ? RD_KAFKA_CONSUMER : RD_KAFKA_PRODUCER, conf, &errstr, errstr.count) else {
-            rd_kafka_conf_destroy(conf)
-            let text = String(decoding: errstr.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw KafkaError(.clientCreation, text)
-        }
+        let rk = try KafkaClient.newHandle(kind: consumer ? .consumer : .producer, conf: conf)
         rd_kafka_destroy_flags(rk, Int32(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE))
     }
 }

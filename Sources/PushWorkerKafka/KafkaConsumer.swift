@@ -1,4 +1,5 @@
 import CRdKafka
+import Foundation
 import Synchronization
 
 /// A change of the partitions assigned to this member of the consumer group.
@@ -23,7 +24,7 @@ public enum KafkaRebalanceEvent: Sendable, Equatable {
 public final class KafkaConsumer: Sendable {
     private let client: KafkaClient
     private let closed = Atomic<Bool>(false)
-    private let topicNames = Mutex<[UInt: String]>([:])
+    private let topicNames = Mutex(TopicNameCache())
 
     /// Creates a consumer. Offsets are stored only by ``storeOffsets(_:)`` when the configuration sets
     /// `enable.auto.offset.store=false`, as at-least-once processing needs.
@@ -79,6 +80,22 @@ public final class KafkaConsumer: Sendable {
         rd_kafka_poll_set_consumer(client.handle)
     }
 
+    /// Creates a consumer that reads the partitions it is given with ``assign(_:)``, never joining a group
+    /// and committing nothing: `enable.auto.commit=false`, and a made-up unique `group.id`
+    /// (`pushworker-reader-…`) unless the configuration sets one, because librdkafka 2.0.2 refuses
+    /// `rd_kafka_assign` without a `group.id`. Read every partition of a topic with ``partitions(of:timeoutMs:)``.
+    ///
+    /// - Parameters:
+    ///   - configuration: librdkafka properties, with `bootstrap.servers` at least.
+    ///   - logHandler: receives librdkafka's logs and errors.
+    /// - Throws: ``KafkaError`` if a property is invalid or the client cannot be created.
+    public static func reader(configuration: KafkaConfiguration, logHandler: KafkaLogHandler? = nil) throws -> KafkaConsumer {
+        var properties = configuration
+        properties.setDefault("group.id", "pushworker-reader-\(UUID().uuidString.prefix(8))")
+        properties["enable.auto.commit"] = "false"
+        return try KafkaConsumer(configuration: properties, logHandler: logHandler)
+    }
+
     /// Subscribes to `topics` (`rd_kafka_subscribe`); partitions arrive through the rebalance handler.
     /// - Throws: ``KafkaError/Code/consumer`` if librdkafka refuses the subscription.
     public func subscribe(_ topics: [String]) throws {
@@ -99,13 +116,8 @@ public final class KafkaConsumer: Sendable {
         let err = message.pointee.err
         if err == RD_KAFKA_RESP_ERR_NO_ERROR {
             // One topic name per topic handle, not one String per record.
-            let handle = UInt(bitPattern: message.pointee.rkt)
-            let topic = topicNames.withLock { cache -> String in
-                if let name = cache[handle] { return name }
-                let name = message.pointee.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
-                cache[handle] = name
-                return name
-            }
+            let rkt = message.pointee.rkt
+            let topic = topicNames.withLock { $0.name(of: rkt) }
             return KafkaRecord(copying: message, topic: topic)
         }
         if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
@@ -206,6 +218,13 @@ public final class KafkaConsumer: Sendable {
             return Int(entry.partition_cnt)
         }
         throw KafkaError(.admin, "topic \(topic) is not in the cluster's metadata")
+    }
+
+    /// Every partition of `topic` (0 to ``partitionCount(topic:timeoutMs:)`` − 1), from the cluster's
+    /// metadata. Blocking: call on a dedicated thread.
+    /// - Throws: ``KafkaError/Code/admin`` if the request fails or the topic does not exist.
+    public func partitions(of topic: String, timeoutMs: Int32) throws -> [TopicPartition] {
+        (0..<(try partitionCount(topic: topic, timeoutMs: timeoutMs))).map { TopicPartition(topic: topic, partition: Int32($0)) }
     }
 
     /// The low and high watermarks of a partition, asked of its leader (`rd_kafka_query_watermark_offsets`):

@@ -60,12 +60,7 @@ public final class KafkaProducer: Sendable {
             let rkt = m.rkt
             reports.state.withLock { state in
                 // One topic name per topic handle, not one String per report.
-                let key = UInt(bitPattern: rkt)
-                if state.topicHandle != key || state.topicHandle == 0 {
-                    state.topicHandle = key
-                    state.topicName = rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
-                }
-                let topic = state.topicName
+                let topic = state.topicNames.name(of: rkt)
                 let error = m.err == RD_KAFKA_RESP_ERR_NO_ERROR ? nil : KafkaError(.deliveryFailed, "delivery to \(topic) failed", m.err)
                 state.reports.append(KafkaDeliveryReport(
                     token: token,
@@ -299,8 +294,7 @@ func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -
 final class DeliveryReportBuffer: Sendable {
     struct State {
         var reports: [KafkaDeliveryReport] = []
-        var topicHandle: UInt = 0
-        var topicName = ""
+        var topicNames = TopicNameCache()
     }
     let state = Mutex(State())
 }

@@ -22,6 +22,8 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// The dead-letter topic and which `failed` results send their input record there, or `nil` (the
     /// default): no dead letters, the results topic alone says what failed.
     public var deadLetter: DeadLetterConfiguration?
+    /// The topics the service writes: ``resultsTopic``, then the ``deadLetter`` topic when one is set.
+    public var outputTopics: [String] { [resultsTopic] + (deadLetter.map { [$0.topic] } ?? []) }
     /// The most workers running at once. Default 1024.
     public var maxInFlight = 1024
     /// Records taken but not yet finished (waiting, running or with results not yet acknowledged) above

@@ -85,7 +85,7 @@ public final class PushWorkerTestHarness: Sendable {
         // port from `harness.service.httpServerPort`.
         configuration.httpServer.enabled = false
         configure(&configuration)
-        for topic in configuration.inputTopics + [configuration.resultsTopic] + (configuration.deadLetter.map { [$0.topic] } ?? []) {
+        for topic in configuration.inputTopics + configuration.outputTopics {
             try cluster.createTopic(topic, partitions: partitions)
         }
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
@@ -137,8 +137,7 @@ public final class PushWorkerTestHarness: Sendable {
             var properties = configuration.kafka
             properties["group.id"] = configuration.groupId
             let consumer = try KafkaConsumer(configuration: properties)
-            let count = try consumer.partitionCount(topic: configuration.inputTopics[0], timeoutMs: 5000)
-            let result = try consumer.committed((0..<count).map { TopicPartition(topic: configuration.inputTopics[0], partition: Int32($0)) }, timeoutMs: 5000)
+            let result = try consumer.committed(try consumer.partitions(of: configuration.inputTopics[0], timeoutMs: 5000), timeoutMs: 5000)
             try? consumer.close()
             return result
         }
@@ -156,13 +155,8 @@ public final class PushWorkerTestHarness: Sendable {
     public func readTopic(_ topic: String, count: Int, timeout: Duration = .seconds(15)) async throws -> [KafkaRecord] {
         let configuration = self.configuration
         return try await DedicatedThread.run(name: "harness-read") { () throws -> [KafkaRecord] in
-            var properties = configuration.kafka
-            // librdkafka 2.0.2 refuses rd_kafka_assign without a group.id; nothing is committed.
-            properties["group.id"] = "harness-reader-\(UUID().uuidString.prefix(8))"
-            properties["enable.auto.commit"] = "false"
-            let consumer = try KafkaConsumer(configuration: properties)
-            let partitions = try consumer.partitionCount(topic: topic, timeoutMs: 5000)
-            try consumer.assign((0..<partitions).map { TopicPartitionOffset(TopicPartition(topic: topic, partition: Int32($0)), offset: KafkaConsumer.offsetBeginning) })
+            let consumer = try KafkaConsumer.reader(configuration: configuration.kafka)
+            try consumer.assign(try consumer.partitions(of: topic, timeoutMs: 5000).map { TopicPartitionOffset($0, offset: KafkaConsumer.offsetBeginning) })
             let deadline = ContinuousClock.now.advanced(by: timeout)
             var records: [KafkaRecord] = []
             while records.count < count && ContinuousClock.now < deadline {

@@ -220,9 +220,7 @@ struct RedriveTests {
     /// The first `count` records of a one-partition topic, from the beginning.
     static func read(_ topic: String, servers: String, count: Int) async throws -> [KafkaRecord] {
         try await DedicatedThread.run(name: "e2e-read") { () throws -> [KafkaRecord] in
-            let consumer = try KafkaConsumer(configuration: KafkaConfiguration([
-                "bootstrap.servers": servers, "group.id": "e2e-reader-\(UUID().uuidString.prefix(8))", "enable.auto.commit": "false",
-            ]))
+            let consumer = try KafkaConsumer.reader(configuration: KafkaConfiguration(["bootstrap.servers": servers]))
             try consumer.assign([TopicPartitionOffset(TopicPartition(topic: topic, partition: 0), offset: KafkaConsumer.offsetBeginning)])
             let deadline = ContinuousClock.now.advanced(by: .seconds(15))
             var records: [KafkaRecord] = []

@@ -118,6 +118,53 @@ struct KafkaClientTests {
         #expect(throws: Never.self) { try KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1", "linger.ms": "5"]).validate() }
     }
 
+    @Test func clientsThatLibrdkafkaCannotCreateAreRefusedWithItsMessage() throws {
+        // rd_kafka_new loads the CA file: one that is no certificate makes it fail.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("kafka-ca-\(UUID().uuidString.prefix(6)).pem")
+        try "-----BEGIN CERTIFICATE-----\nnot a certificate\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let configuration = KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1", "security.protocol": "SSL", "ssl.ca.location": file.path])
+        #expect(throws: Never.self) { try configuration.validate() }
+        do {
+            _ = try KafkaProducer(configuration: configuration)
+            Issue.record("the producer was created")
+        } catch let error as KafkaError {
+            #expect(error.code == .clientCreation)
+            #expect(error.message.hasPrefix("rd_kafka_new failed: "), "\(error.message)")
+            #expect(error.message.contains("ssl.ca.location"), "\(error.message)")
+        }
+        do {
+            try configuration.validateByCreatingClient(consumer: true)
+            Issue.record("the consumer was created")
+        } catch let error as KafkaError {
+            #expect(error.code == .clientCreation)
+            #expect(!error.message.hasPrefix("rd_kafka_new failed"), "librdkafka's message, bare: \(error.message)")
+            #expect(error.message.contains("ssl.ca.location"), "\(error.message)")
+        }
+    }
+
+    @Test func aReaderReadsEveryPartitionWithoutAGroupId() async throws {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let topic = Self.uniqueName("reader")
+        try cluster.createTopic(topic, partitions: 3)
+        let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
+        for partition in Int32(0)..<3 {
+            let report = try await producer.send(KafkaOutgoingRecord(topic: topic, partition: partition, value: Array("p\(partition)".utf8)))
+            #expect(report.error == nil)
+        }
+        await producer.close()
+
+        let consumer = try KafkaConsumer.reader(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
+        let partitions = try await DedicatedThread.run(name: "partitions") { try consumer.partitions(of: topic, timeoutMs: 5000) }
+        #expect(partitions == (0..<3).map { TopicPartition(topic: topic, partition: $0) })
+        try consumer.assign(partitions.map { TopicPartitionOffset($0, offset: KafkaConsumer.offsetBeginning) })
+        let records = try await Self.consume(consumer, count: 3)
+        try await DedicatedThread.run(name: "close") { try consumer.close() }
+        #expect(records.map(\.topicPartition.partition).sorted() == [0, 1, 2])
+        #expect(records.allSatisfy { $0.value == Array("p\($0.topicPartition.partition)".utf8) })
+        cluster.shutdown()
+    }
+
     @Test func embeddedClusterReportsTopicsAndStopsOnShutdown() async throws {
         let cluster = try EmbeddedKafkaCluster(brokers: 3)
         #expect(cluster.bootstrapServers.split(separator: ",").count == 3)

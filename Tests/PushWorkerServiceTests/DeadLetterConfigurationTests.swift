@@ -27,6 +27,11 @@ import Testing
         #expect(configuration.deadLetter == DeadLetterConfiguration(topic: "in-dead", reasons: ["workerError", "timeout", "myOwnReason"]))
     }
 
+    @Test func outputTopicsAreTheResultsTopicThenTheDeadLetterTopic() throws {
+        #expect(try ConfigurationTests.load(#"{ resultsTopic: "out" }"#).outputTopics == ["out"])
+        #expect(try ConfigurationTests.load(#"{ resultsTopic: "out", deadLetter: { topic: "in-dead" } }"#).outputTopics == ["out", "in-dead"])
+    }
+
     @Test func theEnvironmentTurnsItOnOrReplacesTheTopic() throws {
         let fromEnvironment = try ConfigurationTests.load("{}", environment: ["PUSHWORKER_DEAD_LETTER_TOPIC": "env-dead"])
         #expect(fromEnvironment.deadLetter == DeadLetterConfiguration(topic: "env-dead"))

@@ -39,17 +39,14 @@ struct DevCommand {
         let cluster = try EmbeddedKafkaCluster(brokers: brokers, logHandler: Logger(label: "pushworker.embedded-cluster").kafkaLogHandler)
         defer { cluster.shutdown() }
         let replication = min(brokers, 3)
-        for topic in configuration.inputTopics {
-            try cluster.createTopic(topic, partitions: configuration.devPartitions, replicationFactor: replication)
-        }
-        let outputTopics = [configuration.resultsTopic] + (configuration.deadLetter.map { [$0.topic] } ?? [])
-        for topic in outputTopics {
+        let topics = configuration.inputTopics + configuration.outputTopics
+        for topic in topics {
             try cluster.createTopic(topic, partitions: configuration.devPartitions, replicationFactor: replication)
         }
         Output.line("bootstrap.servers=\(cluster.bootstrapServers)")
         logger.info("embedded Kafka cluster started", metadata: [
             "bootstrap.servers": cluster.bootstrapServers, "brokers": String(brokers),
-            "topics": (configuration.inputTopics + outputTopics).joined(separator: ","),
+            "topics": topics.joined(separator: ","),
             "partitions": String(configuration.devPartitions),
         ])
         if parser.has("broker-only") {

@@ -85,7 +85,7 @@ struct RedriveCommand {
         let range: (ends: [TopicPartition: Int64], waiting: Int64, fresh: Bool)
         do {
             range = try await DedicatedThread.run(name: "pushworker-redrive") { () throws -> ([TopicPartition: Int64], Int64, Bool) in
-                let partitions = (0..<(try consumer.partitionCount(topic: topic, timeoutMs: timeoutMs))).map { TopicPartition(topic: topic, partition: Int32($0)) }
+                let partitions = try consumer.partitions(of: topic, timeoutMs: timeoutMs)
                 let committed = Dictionary(uniqueKeysWithValues: try consumer.committed(partitions, timeoutMs: timeoutMs).map { ($0.topicPartition, $0.offset) })
                 var starts: [TopicPartitionOffset] = []
                 var ends: [TopicPartition: Int64] = [:]

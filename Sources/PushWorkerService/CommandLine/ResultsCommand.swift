@@ -39,15 +39,10 @@ struct ResultsCommand {
         let watcher = SignalWatcher { stop.set() }
         defer { withExtendedLifetime(watcher) {} }
         let printed = try await DedicatedThread.run(name: "pushworker-results") { () throws -> Int in
-            var configuration = KafkaConfiguration(["bootstrap.servers": servers])
-            configuration["enable.auto.commit"] = "false"
-            // librdkafka 2.0.2 refuses rd_kafka_assign without a group.id; this group never commits.
-            configuration["group.id"] = "pushworker-results-\(UUID().uuidString.prefix(8))"
-            let consumer = try KafkaConsumer(configuration: configuration, logHandler: Logger(label: "pushworker.results").kafkaLogHandler)
-            let partitions = try consumer.partitionCount(topic: topic, timeoutMs: Int32(min(10_000, max(1_000, timeout * 1000))))
-            try consumer.assign((0..<partitions).map {
-                TopicPartitionOffset(TopicPartition(topic: topic, partition: Int32($0)), offset: fromBeginning ? KafkaConsumer.offsetBeginning : KafkaConsumer.offsetEnd)
-            })
+            let consumer = try KafkaConsumer.reader(
+                configuration: KafkaConfiguration(["bootstrap.servers": servers]), logHandler: Logger(label: "pushworker.results").kafkaLogHandler)
+            let partitions = try consumer.partitions(of: topic, timeoutMs: Int32(min(10_000, max(1_000, timeout * 1000))))
+            try consumer.assign(partitions.map { TopicPartitionOffset($0, offset: fromBeginning ? KafkaConsumer.offsetBeginning : KafkaConsumer.offsetEnd) })
             let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(timeout * 1000)))
             var printed = 0
             while !stop.isSet && (follow || ContinuousClock.now < deadline) {
