@@ -24,7 +24,6 @@ public final class PushWorkerService: Sendable {
     private let stallThreshold: Duration
     private let stopRequested = Atomic<Bool>(false)
     private let consumerBox = Mutex<KafkaConsumer?>(nil)
-    private let publisherBox = Mutex<ResultPublisher?>(nil)
     private let serverBox = Mutex<EndpointServer?>(nil)
     private let statistics = Mutex(Statistics())
 
@@ -72,11 +71,7 @@ public final class PushWorkerService: Sendable {
     }
 
     /// A snapshot of the counters.
-    public var currentStatistics: Statistics {
-        var snapshot = statistics.withLock { $0 }
-        snapshot.resultDeliveryRetries = publisherBox.withLock { $0 }?.retryCount ?? snapshot.resultDeliveryRetries
-        return snapshot
-    }
+    public var currentStatistics: Statistics { statistics.withLock { $0 } }
 
     /// Asks ``run()`` to stop gracefully. Safe to call from any thread, any number of times.
     public func shutdown() {
@@ -186,6 +181,9 @@ public final class PushWorkerService: Sendable {
             onDelivered: { [self] record in
                 self.statistics.withLock { $0.resultsDelivered += 1 }
                 onResult?(record)
+            },
+            onRetried: { [self] count in
+                self.statistics.withLock { $0.resultDeliveryRetries += count }
             })
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
@@ -216,13 +214,11 @@ public final class PushWorkerService: Sendable {
             statisticsIntervalMs: Int(configuration.consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
             stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         consumerBox.withLock { $0 = consumer }
-        publisherBox.withLock { $0 = publisher }
         do {
             try consumer.subscribe(configuration.inputTopics)
         } catch {
             _ = await publisher.close(timeoutMs: 0)
             consumerBox.withLock { $0 = nil }
-            publisherBox.withLock { $0 = nil }
             throw error
         }
         logger.info("consuming", metadata: [
@@ -256,9 +252,6 @@ public final class PushWorkerService: Sendable {
             logger.warning("leaving the group failed", metadata: ["error": "\(error)"])
         }
         consumerBox.withLock { $0 = nil }
-        let retries = publisher.retryCount
-        statistics.withLock { $0.resultDeliveryRetries = retries }
-        publisherBox.withLock { $0 = nil }
         rebalance.handler = nil
         logger.info("stopped", metadata: ["resultsDelivered": String(currentStatistics.resultsDelivered)])
         if let failure { throw failure }
