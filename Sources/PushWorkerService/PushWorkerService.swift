@@ -94,15 +94,18 @@ public final class PushWorkerService: Sendable {
     ///   message names the port and the settings to change), ``KafkaError`` if the clients cannot be created
     ///   or a fatal client error happens.
     public func run() async throws {
-        let reset = configuration.consumerProperties["auto.offset.reset"] ?? "latest"
-        let metrics = try ServiceMetrics(registeredTypes: registry.types, startsAtEarliest: ["earliest", "smallest", "beginning"].contains(reset))
+        // Built once per run; it always sets auto.offset.reset (the user's value, else pushworker's earliest).
+        let consumerProperties = configuration.consumerProperties
+        let metrics = try ServiceMetrics(
+            registeredTypes: registry.types,
+            startsAtEarliest: ["earliest", "smallest", "beginning"].contains(consumerProperties["auto.offset.reset"]))
         let health = HealthRelay()
         if configuration.httpServer.enabled {
             let server = try startHTTPServer(metrics: metrics, health: health)
             serverBox.withLock { $0 = server }
         }
         do {
-            try await runPipeline(metrics: metrics, health: health)
+            try await runPipeline(consumerProperties: consumerProperties, metrics: metrics, health: health)
         } catch {
             await stopHTTPServer()
             throw error
@@ -158,13 +161,13 @@ public final class PushWorkerService: Sendable {
         return metadata
     }
 
-    private func runPipeline(metrics: ServiceMetrics, health: HealthRelay) async throws {
+    private func runPipeline(consumerProperties: KafkaConfiguration, metrics: ServiceMetrics, health: HealthRelay) async throws {
         let tracker = OffsetTracker()
         let executor = BudgetedExecutor(logger: Logger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
         let kafkaLog = Logger(label: "pushworker.librdkafka").kafkaLogHandler
         let drainTimeoutMs = configuration.drainTimeoutMs(for: registry)
         let rebalance = RebalanceRelay()
-        let consumer = try KafkaConsumer(configuration: configuration.consumerProperties, logHandler: kafkaLog, onRebalance: { event in
+        let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog, onRebalance: { event in
             rebalance.handler?(event)
         }, onStatistics: { statistics in
             metrics.statistics(statistics, client: .consumer)
@@ -211,7 +214,7 @@ public final class PushWorkerService: Sendable {
         }
         health.current = ServiceHealth(
             loop: loop, publisher: publisher, executor: executor, metrics: metrics, stallThreshold: stallThreshold,
-            statisticsIntervalMs: Int(configuration.consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
+            statisticsIntervalMs: Int(consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
             stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         consumerBox.withLock { $0 = consumer }
         do {
