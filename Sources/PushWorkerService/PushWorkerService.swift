@@ -124,8 +124,7 @@ public final class PushWorkerService: Sendable {
                 },
                 "/healthz": { _ in health.current?.liveness() ?? EndpointResponse(status: 200, text: "ok\n") },
                 "/readyz": { _ in
-                    health.current?.readiness() ?? EndpointResponse(status: 503, contentType: "application/json", body: Array(
-                        #"{"ready":false,"checks":{"broker":false,"group":false,"assigned":false,"serving":true}}"#.utf8 + [0x0A]))
+                    health.current?.readiness() ?? ServiceHealth.readinessResponse(broker: false, group: false, assigned: false, serving: true)
                 },
             ], logHandler: { message in httpLogger.warning("libmicrohttpd: \(message)") })
         } catch let error where error.code == .addressInUse {
