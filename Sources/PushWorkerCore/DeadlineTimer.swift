@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Fires actions at deadlines on one dedicated thread, with O(1) schedule and cancel.
 ///
@@ -37,8 +36,8 @@ final class DeadlineTimer: @unchecked Sendable {
     private var lists: [Duration: List] = [:]
     private var waitingUntil: ContinuousClock.Instant?
     private var stopped = false
-    /// When the thread last looked at its lists (``Clock/monotonicNs()``), 0 once it has ended.
-    private let lastRoundNs = Atomic<Int64>(Clock.monotonicNs())
+    /// Beats each time the thread looks at its lists; ended once the thread has ended.
+    private let heartbeat = Heartbeat()
 
     init() {
         let thread = Thread { [self] in self.loop() }
@@ -69,11 +68,7 @@ final class DeadlineTimer: @unchecked Sendable {
 
     /// How long ago the thread last looked for due deadlines (it does at least every ``idleWait``, and after
     /// firing each batch), or `nil` once it has ended. Far above ``idleWait``: an action is stuck.
-    var sinceLastRound: Duration? {
-        let last = lastRoundNs.load(ordering: .relaxed)
-        guard last != 0 else { return nil }
-        return .nanoseconds(max(0, Clock.monotonicNs() - last))
-    }
+    var sinceLastRound: Duration? { heartbeat.sinceLastBeat }
 
     /// Cancels an entry that has not fired. Cancelling a fired or cancelled entry does nothing.
     func cancel(_ entry: Entry) {
@@ -103,7 +98,7 @@ final class DeadlineTimer: @unchecked Sendable {
     private func loop() {
         condition.lock()
         while !stopped || !lists.isEmpty {
-            lastRoundNs.store(Clock.monotonicNs(), ordering: .relaxed)
+            heartbeat.beat()
             let now = ContinuousClock.now
             var due: [Entry] = []
             var earliest: ContinuousClock.Instant?
@@ -129,7 +124,7 @@ final class DeadlineTimer: @unchecked Sendable {
             _ = condition.wait(until: Date(timeIntervalSinceNow: now.duration(to: target).timeInterval))
             waitingUntil = nil
         }
-        lastRoundNs.store(0, ordering: .relaxed)
+        heartbeat.end()
         condition.unlock()
     }
 }

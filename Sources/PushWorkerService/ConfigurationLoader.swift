@@ -307,13 +307,14 @@ extension ServiceConfiguration {
         }
         // Unknown keys first, so a misspelt key is named rather than a "required" key it was meant to be.
         let common: Set<String> = ["kind", "budgetMs", "maxConcurrent"]
-        let known: Set<String> = switch kind {
+        // nil for an unknown kind, refused below once the common keys are read.
+        let known: Set<String>? = switch kind {
         case "exec": common.union(["command", "env", "workingDirectory", "terminationGraceMs"])
         case "noop": common.union(["result", "reason", "delayMs"])
         case "http": common.union(["url", "headers", "headersFromEnv", "timeoutMs"])
-        default: common
+        default: nil
         }
-        if let unknown = spec.keys.first(where: { !known.contains($0) }), ["exec", "noop", "http"].contains(kind) {
+        if let known, let unknown = spec.keys.first(where: { !known.contains($0) }) {
             let hint = known.sorted().filter { $0 != "kind" }.joined(separator: ", ")
             throw ConfigurationError(.unknownKey, key: spec.path + ".\(unknown)", "is not a key of a \(kind) worker (known: \(hint))")
         }
@@ -397,18 +398,12 @@ struct ConfigReader {
         return text
     }
 
-    mutating func int(_ name: String, min: Int) throws -> Int? {
+    /// An integer from `min` to `max`; without `max`, up to `Int32.max`.
+    mutating func int(_ name: String, min: Int, max: Int? = nil) throws -> Int? {
         guard let value = value(name) else { return nil }
-        guard case .int(let number) = value, number >= min, number <= Int64(Int32.max) else {
-            throw ConfigurationError(.invalidValue, key: key(name), "must be an integer of at least \(min)")
-        }
-        return Int(number)
-    }
-
-    mutating func int(_ name: String, min: Int, max: Int) throws -> Int? {
-        guard let value = value(name) else { return nil }
-        guard case .int(let number) = value, number >= min, number <= max else {
-            throw ConfigurationError(.invalidValue, key: key(name), "must be an integer from \(min) to \(max)")
+        guard case .int(let number) = value, number >= min, number <= max ?? Int(Int32.max) else {
+            throw ConfigurationError(.invalidValue, key: key(name),
+                max.map { "must be an integer from \(min) to \($0)" } ?? "must be an integer of at least \(min)")
         }
         return Int(number)
     }

@@ -25,9 +25,9 @@ final class ConsumerLoop: Sendable {
     private let logger: Logger
     private let statistics: @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
     private let metrics: ServiceMetrics
-    /// When the consumer thread last made progress (``Clock/monotonicNs()``): each poll round, each step of
-    /// a drain. 0 once ``run(until:)`` has returned.
-    private let heartbeatNs = Atomic<Int64>(Clock.monotonicNs())
+    /// Beats when the consumer thread makes progress: each poll round, each step of a drain. Ended once
+    /// ``run(until:)`` has returned.
+    private let heartbeat = Heartbeat()
 
     /// The most records handed to the dispatcher at once.
     static let batchSize = 2048
@@ -50,26 +50,19 @@ final class ConsumerLoop: Sendable {
 
     /// How long ago the consumer thread last made progress, or `nil` once the loop has ended. It polls with
     /// a 100 ms timeout, so anything above a few seconds means the thread is stuck.
-    var sinceLastRound: Duration? {
-        let last = heartbeatNs.load(ordering: .relaxed)
-        guard last != 0 else { return nil }
-        return .nanoseconds(max(0, Clock.monotonicNs() - last))
-    }
-
-    @inline(__always)
-    private func beat() { heartbeatNs.store(Clock.monotonicNs(), ordering: .relaxed) }
+    var sinceLastRound: Duration? { heartbeat.sinceLastBeat }
 
     /// Polls until `shouldStop` returns true, then stops taking records and waits (still serving the
     /// consumer) for running jobs to finish or reach their deadline. Blocking: dedicated thread only.
     /// - Throws: ``KafkaError/Code/fatal`` on a fatal consumer error.
     func run(until shouldStop: () -> Bool) throws {
-        defer { heartbeatNs.store(0, ordering: .relaxed) }
+        defer { heartbeat.end() }
         var batch: [InputRecord] = []
         var taken: [(TopicPartition, Int64)] = []
         batch.reserveCapacity(Self.batchSize)
         taken.reserveCapacity(Self.batchSize)
         while !shouldStop() {
-            beat()
+            heartbeat.beat()
             var timeout: Int32 = 100
             while batch.count < Self.batchSize, let record = try consumer.poll(timeoutMs: timeout) {
                 timeout = 0
@@ -135,7 +128,7 @@ final class ConsumerLoop: Sendable {
         }
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(drainTimeoutMs))
         while dispatcher.runningCount > 0 && ContinuousClock.now < deadline {
-            beat()
+            heartbeat.beat()
             _ = try? consumer.poll(timeoutMs: 20)
         }
     }
@@ -172,7 +165,7 @@ final class ConsumerLoop: Sendable {
             let closing = state.withLock { $0.closing }
             let deadline = ContinuousClock.now.advanced(by: .milliseconds(closing ? 0 : drainTimeoutMs))
             while !tracker.settled(partitions) && ContinuousClock.now < deadline {
-                beat()
+                heartbeat.beat()
                 publisher.retryBacklog()
                 Thread.sleep(forTimeInterval: 0.005)
             }

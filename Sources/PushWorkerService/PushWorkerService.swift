@@ -24,7 +24,6 @@ public final class PushWorkerService: Sendable {
     private let stallThreshold: Duration
     private let stopRequested = Atomic<Bool>(false)
     private let consumerBox = Mutex<KafkaConsumer?>(nil)
-    private let publisherBox = Mutex<ResultPublisher?>(nil)
     private let serverBox = Mutex<EndpointServer?>(nil)
     private let statistics = Mutex(Statistics())
 
@@ -72,11 +71,7 @@ public final class PushWorkerService: Sendable {
     }
 
     /// A snapshot of the counters.
-    public var currentStatistics: Statistics {
-        var snapshot = statistics.withLock { $0 }
-        snapshot.resultDeliveryRetries = publisherBox.withLock { $0 }?.retryCount ?? snapshot.resultDeliveryRetries
-        return snapshot
-    }
+    public var currentStatistics: Statistics { statistics.withLock { $0 } }
 
     /// Asks ``run()`` to stop gracefully. Safe to call from any thread, any number of times.
     public func shutdown() {
@@ -99,15 +94,18 @@ public final class PushWorkerService: Sendable {
     ///   message names the port and the settings to change), ``KafkaError`` if the clients cannot be created
     ///   or a fatal client error happens.
     public func run() async throws {
-        let reset = configuration.consumerProperties["auto.offset.reset"] ?? "latest"
-        let metrics = try ServiceMetrics(registeredTypes: registry.types, startsAtEarliest: ["earliest", "smallest", "beginning"].contains(reset))
+        // Built once per run; it always sets auto.offset.reset (the user's value, else pushworker's earliest).
+        let consumerProperties = configuration.consumerProperties
+        let metrics = try ServiceMetrics(
+            registeredTypes: registry.types,
+            startsAtEarliest: ["earliest", "smallest", "beginning"].contains(consumerProperties["auto.offset.reset"]))
         let health = HealthRelay()
         if configuration.httpServer.enabled {
             let server = try startHTTPServer(metrics: metrics, health: health)
             serverBox.withLock { $0 = server }
         }
         do {
-            try await runPipeline(metrics: metrics, health: health)
+            try await runPipeline(consumerProperties: consumerProperties, metrics: metrics, health: health)
         } catch {
             await stopHTTPServer()
             throw error
@@ -126,8 +124,7 @@ public final class PushWorkerService: Sendable {
                 },
                 "/healthz": { _ in health.current?.liveness() ?? EndpointResponse(status: 200, text: "ok\n") },
                 "/readyz": { _ in
-                    health.current?.readiness() ?? EndpointResponse(status: 503, contentType: "application/json", body: Array(
-                        #"{"ready":false,"checks":{"broker":false,"group":false,"assigned":false,"serving":true}}"#.utf8 + [0x0A]))
+                    health.current?.readiness() ?? ServiceHealth.readinessResponse(broker: false, group: false, assigned: false, serving: true)
                 },
             ], logHandler: { message in httpLogger.warning("libmicrohttpd: \(message)") })
         } catch let error where error.code == .addressInUse {
@@ -163,13 +160,13 @@ public final class PushWorkerService: Sendable {
         return metadata
     }
 
-    private func runPipeline(metrics: ServiceMetrics, health: HealthRelay) async throws {
+    private func runPipeline(consumerProperties: KafkaConfiguration, metrics: ServiceMetrics, health: HealthRelay) async throws {
         let tracker = OffsetTracker()
         let executor = BudgetedExecutor(logger: Logger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
         let kafkaLog = Logger(label: "pushworker.librdkafka").kafkaLogHandler
         let drainTimeoutMs = configuration.drainTimeoutMs(for: registry)
         let rebalance = RebalanceRelay()
-        let consumer = try KafkaConsumer(configuration: configuration.consumerProperties, logHandler: kafkaLog, onRebalance: { event in
+        let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog, onRebalance: { event in
             rebalance.handler?(event)
         }, onStatistics: { statistics in
             metrics.statistics(statistics, client: .consumer)
@@ -186,6 +183,9 @@ public final class PushWorkerService: Sendable {
             onDelivered: { [self] record in
                 self.statistics.withLock { $0.resultsDelivered += 1 }
                 onResult?(record)
+            },
+            onRetried: { [self] count in
+                self.statistics.withLock { $0.resultDeliveryRetries += count }
             })
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
@@ -213,16 +213,14 @@ public final class PushWorkerService: Sendable {
         }
         health.current = ServiceHealth(
             loop: loop, publisher: publisher, executor: executor, metrics: metrics, stallThreshold: stallThreshold,
-            statisticsIntervalMs: Int(configuration.consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
+            statisticsIntervalMs: Int(consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
             stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         consumerBox.withLock { $0 = consumer }
-        publisherBox.withLock { $0 = publisher }
         do {
             try consumer.subscribe(configuration.inputTopics)
         } catch {
             _ = await publisher.close(timeoutMs: 0)
             consumerBox.withLock { $0 = nil }
-            publisherBox.withLock { $0 = nil }
             throw error
         }
         logger.info("consuming", metadata: [
@@ -256,9 +254,6 @@ public final class PushWorkerService: Sendable {
             logger.warning("leaving the group failed", metadata: ["error": "\(error)"])
         }
         consumerBox.withLock { $0 = nil }
-        let retries = publisher.retryCount
-        statistics.withLock { $0.resultDeliveryRetries = retries }
-        publisherBox.withLock { $0 = nil }
         rebalance.handler = nil
         logger.info("stopped", metadata: ["resultsDelivered": String(currentStatistics.resultsDelivered)])
         if let failure { throw failure }

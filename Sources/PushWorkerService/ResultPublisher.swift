@@ -44,12 +44,14 @@ final class ResultPublisher: Sendable {
     private let tracker: OffsetTracker
     private let logger: Logger
     private let metrics: ServiceMetrics
-    private let retries = Atomic<Int>(0)
+    private let onRetried: @Sendable (Int) -> Void
 
     /// Creates the publisher and its producer.
     /// - Parameters:
     ///   - storeOffsets: stores offsets whose results (and all earlier ones) are acknowledged.
     ///   - onDelivered: told of each acknowledged result record.
+    ///   - onRetried: told how many records librdkafka reported undelivered (and that are produced again),
+    ///     on each delivery round that has any.
     init(
         properties: KafkaConfiguration,
         resultsTopic: String,
@@ -58,12 +60,14 @@ final class ResultPublisher: Sendable {
         logHandler: @escaping KafkaLogHandler,
         metrics: ServiceMetrics,
         storeOffsets: @escaping @Sendable ([TopicPartitionOffset]) -> Void,
-        onDelivered: (@Sendable (KafkaOutgoingRecord) -> Void)?
+        onDelivered: (@Sendable (KafkaOutgoingRecord) -> Void)?,
+        onRetried: @escaping @Sendable (Int) -> Void
     ) throws {
         self.resultsTopic = resultsTopic
         self.tracker = tracker
         self.logger = logger
         self.metrics = metrics
+        self.onRetried = onRetried
         let box = ProducerBox()
         self.producer = box
         box.producer = try KafkaProducer(configuration: properties, logHandler: logHandler, onDelivery: { [weak box] reports in
@@ -100,9 +104,6 @@ final class ResultPublisher: Sendable {
         send(letter, fromBacklog: false)
         send(outgoing, fromBacklog: false)
     }
-
-    /// Results produced again after librdkafka reported them undelivered.
-    var retryCount: Int { retries.load(ordering: .relaxed) }
 
     /// How long ago the producer's poll thread last finished a round, or `nil` once closed (for liveness).
     var sinceLastPoll: Duration? { producer.producer?.sinceLastPoll }
@@ -207,7 +208,7 @@ final class ResultPublisher: Sendable {
         metrics.deadLettersAcknowledged(deadLetterLabels)
         if let onDelivered { records.forEach(onDelivered) }
         if let (outgoing, error) = failed.first {
-            retries.add(failed.count, ordering: .relaxed)
+            onRetried(failed.count)
             metrics.deliveryRetries.increment(by: Double(failed.count))
             logFailure("\(failed.count) record(s) not delivered; producing them again", error, topic: outgoing.record.topic)
             state.withLock { $0.backlog.append(contentsOf: failed.map(\.0)) }

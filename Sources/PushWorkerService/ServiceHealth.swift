@@ -65,10 +65,15 @@ struct ServiceHealth: Sendable {
                 group = false
             }
         }
-        let serving = !stopping()
+        return Self.readinessResponse(broker: broker, group: group, assigned: assigned, serving: !stopping())
+    }
+
+    /// The `/readyz` response for these checks: 200 when all pass, else 503; the body as in ``readiness()``.
+    /// Also served before the pipeline exists (nothing connected yet, not stopping).
+    static func readinessResponse(broker: Bool, group: Bool, assigned: Bool, serving: Bool) -> EndpointResponse {
         let checks = [("broker", broker), ("group", group), ("assigned", assigned), ("serving", serving)]
         let ready = checks.allSatisfy(\.1)
-        let body = "{\"ready\":\(ready),\"checks\":\(Self.json(checks))}\n"
+        let body = "{\"ready\":\(ready),\"checks\":\(json(checks))}\n"
         return EndpointResponse(status: ready ? 200 : 503, contentType: "application/json", body: Array(body.utf8))
     }
 

@@ -181,6 +181,14 @@ struct MetricsEndpointTests {
         try await first.shutdown()
     }
 
+    /// The `/readyz` answer before the pipeline exists: not ready, nothing connected, still serving.
+    @Test func readinessBeforeThePipelineExists() {
+        let response = ServiceHealth.readinessResponse(broker: false, group: false, assigned: false, serving: true)
+        #expect(response.status == 503)
+        #expect(response.contentType == "application/json")
+        #expect(response.body == Array(#"{"ready":false,"checks":{"broker":false,"group":false,"assigned":false,"serving":true}}"#.utf8) + [0x0A])
+    }
+
     @Test func labelsFromInputAndWorkersAreBounded() throws {
         let metrics = try ServiceMetrics(registeredTypes: ["known"])
         #expect(metrics.typeLabel("known") == "known")
