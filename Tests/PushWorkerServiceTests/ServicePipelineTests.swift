@@ -188,14 +188,19 @@ struct ResultDeliveryTests {
         harness.cluster.shutdown()
     }
 
-    @Test func undeliveredResultsAreRetriedNeverDropped() async throws {
+    /// A harness on one partition whose `gated` worker returns `newData` once the gate opens.
+    static func gatedHarness(configure: (inout ServiceConfiguration) -> Void) async throws -> (Gate, PushWorkerTestHarness) {
         let gate = Gate()
         var registry = WorkerRegistry()
         registry.register(type: "gated", worker: ClosureWorker { _ in
             await gate.wait()
             return .newData
         })
-        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) {
+        return (gate, try await PushWorkerTestHarness.start(registry: registry, partitions: 1, configure: configure))
+    }
+
+    @Test func undeliveredResultsAreRetriedNeverDropped() async throws {
+        let (gate, harness) = try await Self.gatedHarness {
             // librdkafka gives up on a result after 500 ms; pushworker must produce it again.
             $0.producer["message.timeout.ms"] = "500"
             $0.producer["retry.backoff.ms"] = "50"
@@ -239,13 +244,7 @@ extension ResultDeliveryTests {
 
 extension ResultDeliveryTests {
     @Test func aBrokerOutageDelaysResultsButLosesNone() async throws {
-        let gate = Gate()
-        var registry = WorkerRegistry()
-        registry.register(type: "gated", worker: ClosureWorker { _ in
-            await gate.wait()
-            return .newData
-        })
-        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) {
+        let (gate, harness) = try await Self.gatedHarness {
             // Reconnect within a second once the broker is back (librdkafka's backoff grows to 10 s by
             // default), so the group session (6 s in the harness) does not time out on a busy machine.
             $0.kafka["reconnect.backoff.max.ms"] = "1000"
