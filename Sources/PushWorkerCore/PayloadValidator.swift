@@ -62,14 +62,11 @@ public struct PayloadValidator: Sendable {
         }
         // Row 4: apns-expiration (UNIX seconds); 0 or absent = never expires.
         if let apnsExpiration {
-            let text = apnsExpiration.trimmingSpaces
-            guard let seconds = Int64(text), seconds >= 0 else {
+            guard let expiration = APNsExpiration(header: Array(apnsExpiration.utf8)) else {
                 return (.rejected(.failed, .invalidPayload, detail: "the apns-expiration header '\(apnsExpiration)' is not UNIX seconds"), parsed.type)
             }
-            // Seconds so large that they overflow in milliseconds are in the far future.
-            let (expirationMs, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-            if seconds != 0 && !overflow && expirationMs <= nowMs {
-                return (.rejected(.noData, .expired, detail: "apns-expiration \(seconds) passed before the record was taken"), parsed.type)
+            if expiration.hasPassed(atMs: nowMs) {
+                return (.rejected(.noData, .expired, detail: "apns-expiration \(expiration.seconds) passed before the record was taken"), parsed.type)
             }
         }
         return (.accepted(type: parsed.type), parsed.type)
@@ -194,13 +191,5 @@ public struct PayloadValidator: Sendable {
         }
         if cJSON_IsArray(item) != 0 { return "an array" }
         return "an object"
-    }
-}
-
-extension String {
-    var trimmingSpaces: Substring {
-        let start = firstIndex(where: { $0 != " " }) ?? endIndex
-        let end = lastIndex(where: { $0 != " " }).map(index(after:)) ?? endIndex
-        return start < end ? self[start..<end] : ""
     }
 }
