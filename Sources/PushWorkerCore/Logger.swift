@@ -25,12 +25,27 @@ public struct Logger: Sendable {
     private struct Settings: Sendable {
         var level: Level = .info
         var format: Format = .text
-        var sink: Sink = { line in
-            FileHandle.standardError.write(Data((line + "\n").utf8))
-        }
+        var sink: Sink = Logger.standardErrorSink
     }
     private static let settings = Mutex(Settings())
     private static let levelRank = Atomic<Int>(Level.info.rank)
+    private static let dropped = Atomic<Int>(0)
+
+    /// The default sink: one `write(2)` per line to stderr. A line that cannot be written (stderr closed
+    /// with `2>&-`, or a pipe whose reader has gone) is dropped and counted in ``droppedLineCount``; the
+    /// process goes on.
+    public static let standardErrorSink: Sink = { line in
+        if StandardStream.error.writeLine(line) != nil { countDroppedLine() }
+    }
+
+    /// Log lines (and command-line error messages) that could not be written to stderr since the process
+    /// started (exported as `pushworker_log_lines_dropped_total`).
+    public static var droppedLineCount: Int { dropped.load(ordering: .relaxed) }
+
+    /// Counts one line that could not be written.
+    public static func countDroppedLine() {
+        dropped.add(1, ordering: .relaxed)
+    }
 
     /// The component name shown in each line, e.g. `pushworker.pipeline`.
     public var label: String
@@ -38,7 +53,7 @@ public struct Logger: Sendable {
     /// Creates a logger for a component.
     public init(label: String) { self.label = label }
 
-    /// Sets the process-wide level and format (and, for tests, the sink).
+    /// Sets the process-wide level and format (and, for tests, the sink; default ``standardErrorSink``).
     public static func bootstrap(level: Level, format: Format = .text, sink: Sink? = nil) {
         settings.withLock { settings in
             settings.level = level

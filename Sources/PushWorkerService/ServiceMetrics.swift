@@ -46,6 +46,9 @@ final class ServiceMetrics: Sendable {
     let consumerGroupUp: Gauge
     let statisticsAge: Gauge
     let buildInfo: Gauge
+    let logLinesDropped: Counter
+    /// ``Logger/droppedLineCount`` when last exported.
+    private let logLinesDroppedSeen = Atomic<Int>(0)
 
     /// The most distinct `reason` label values per `type` in `pushworker_results_total`: 64.
     static let reasonsPerType = 64
@@ -116,6 +119,9 @@ final class ServiceMetrics: Sendable {
         requestTimeouts = try r.counter("pushworker_kafka_request_timeouts_total", help: "Kafka requests that timed out, by client (librdkafka statistics req_timeouts).", labels: ["client"])
         consumerGroupUp = try r.gauge("pushworker_kafka_consumer_group_up", help: "1 when the consumer group's coordinator connection is up (statistics cgrp.state up), else 0.")
         statisticsAge = try r.gauge("pushworker_kafka_statistics_age_seconds", help: "Seconds since the latest librdkafka statistics of each client arrived.", labels: ["client"])
+        logLinesDropped = try r.counter(
+            "pushworker_log_lines_dropped_total",
+            help: "Log lines that could not be written to stderr (closed with 2>&-, or a pipe whose reader has gone) and were dropped; the service goes on.")
         buildInfo = try r.gauge("pushworker_build_info", help: "Always 1; labels: pushworker version and the linked librdkafka version.", labels: ["version", "librdkafka"])
 
         self.registeredTypes = Set(registeredTypes)
@@ -133,8 +139,12 @@ final class ServiceMetrics: Sendable {
         requestTimeouts.increment(by: 0, labels: [Client.consumer.rawValue])
         requestTimeouts.increment(by: 0, labels: [Client.producer.rawValue])
         buildInfo.set(1, labels: [PushWorkerCommandLine.version, KafkaLibrary.versionString])
+        logLinesDropped.increment(by: 0)
         registry.onCollect { [weak self] in
             guard let self else { return }
+            let dropped = Logger.droppedLineCount
+            let seen = self.logLinesDroppedSeen.exchange(dropped, ordering: .relaxed)
+            if dropped > seen { self.logLinesDropped.increment(by: Double(dropped - seen)) }
             let (consumerAt, producerAt, assigned) = self.kafka.withLock { ($0.consumer.receivedAtNs, $0.producer.receivedAtNs, $0.assigned.count) }
             let now = Clock.monotonicNs()
             for (client, at) in [(Client.consumer, consumerAt), (.producer, producerAt)] where at != 0 {

@@ -73,6 +73,12 @@ public final class RunningCommand: Sendable {
     public var pid: Int32 { process.processIdentifier }
     /// Whether the process is still running.
     public var isRunning: Bool { process.isRunning }
+    /// The signal that ended the process (e.g. `SIGTERM` when it did not catch it), or `nil` while it runs
+    /// or when it exited by itself (``waitForExit(timeout:)`` returns its status).
+    public var terminationSignal: Int32? {
+        guard !process.isRunning, process.terminationReason == .uncaughtSignal else { return nil }
+        return process.terminationStatus
+    }
 
     /// Waits until stdout has at least `count` lines.
     /// - Returns: all stdout lines so far.
@@ -96,7 +102,7 @@ public final class RunningCommand: Sendable {
     }
 
     /// Waits for the process to exit.
-    /// - Returns: its exit status.
+    /// - Returns: its exit status, or the number of the signal that ended it (see ``terminationSignal``).
     /// - Throws: ``RunningCommandError`` if it still runs after `timeout` (default 60 s).
     public func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32 {
         let deadline = ContinuousClock.now.advanced(by: timeout)

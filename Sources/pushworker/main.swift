@@ -1,5 +1,7 @@
-import PushWorkerService
 import Foundation
+import PushWorkerService
 
+// First, before any await: standard descriptors and signals (see PushWorkerCommandLine.prepareProcess()).
+PushWorkerCommandLine.prepareProcess()
 let status = await PushWorkerCommandLine().main()
 exit(status)

@@ -8,6 +8,8 @@ import ContentUpdateWorker
 import Foundation
 import PushWorkerService
 
+// First, before any await: closed standard descriptors held, SIGTERM/SIGINT caught (see prepareProcess()).
+PushWorkerCommandLine.prepareProcess()
 let commandLine = PushWorkerCommandLine { registry, _ in
     let environment = ProcessInfo.processInfo.environment
     let baseURL = try ContentSettings.baseURL(environment["CONTENT_BASE_URL"])

@@ -3,19 +3,33 @@ import PushWorkerCore
 import Synchronization
 
 /// Unbuffered, line-at-a-time writes to stdout and stderr, safe from any thread.
+///
+/// When stdout is closed or its reader has gone (`pushworker results ... | head -1`), the command ends
+/// quietly, as `cat` does: by SIGPIPE's default action (exit status 141 in a shell) for a broken pipe,
+/// with status 1 for any other write error. A failed write to stderr is dropped and counted
+/// (``Logger/droppedLineCount``).
 public enum Output {
     private static let lock = Mutex(())
 
     /// Writes one line to stdout at once (a `write(2)`, so a reader of a pipe sees it immediately).
     public static func line(_ text: String) {
-        lock.withLock { _ in FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+        var bytes = Array(text.utf8)
+        bytes.append(0x0A)
+        write(bytes)
     }
 
     /// Writes raw bytes and a newline to stdout.
     public static func line(bytes: [UInt8]) {
-        var data = Data(bytes)
-        data.append(0x0A)
-        lock.withLock { _ in FileHandle.standardOutput.write(data) }
+        var bytes = bytes
+        bytes.append(0x0A)
+        write(bytes)
+    }
+
+    private static func write(_ bytes: [UInt8]) {
+        guard let failure = lock.withLock({ _ in StandardStream.output.write(bytes) }) else { return }
+        if failure.isBrokenPipe { ProcessSignals.endByDefaultAction(SIGPIPE) }
+        error("pushworker: cannot write to stdout: \(String(cString: strerror(failure.errorNumber)))")
+        _exit(1)
     }
 
     /// `value` as JSON text with sorted keys and unescaped slashes (one line, or indented when `pretty`),
@@ -29,6 +43,6 @@ public enum Output {
 
     /// Writes one line to stderr.
     public static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        if StandardStream.error.writeLine(text) != nil { Logger.countDroppedLine() }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
+import Synchronization
 
 /// The `pushworker` command line (contract section 5): `run`, `dev`, `produce`, `results`, `redrive`, `check-config`
 /// and `bench`.
@@ -37,14 +38,47 @@ public struct PushWorkerCommandLine: Sendable {
     'pushworker <command> --help' describes a command. Exit status: 0 ok, 1 runtime failure, 2 bad flags.
     """
 
+    /// Prepares the process for the command line; call it as the first statement of `main.swift`, before
+    /// any `await`:
+    /// ```swift
+    /// PushWorkerCommandLine.prepareProcess()
+    /// exit(await PushWorkerCommandLine(registerWorkers: { registry, _ in ... }).main())
+    /// ```
+    /// - Holds standard descriptors that were closed at launch with `/dev/null`
+    ///   (``StandardStream/reserveClosedDescriptors()``), before the first `await` starts the concurrency
+    ///   runtime's threads, which open descriptors of their own that would otherwise take those numbers
+    ///   (log lines would then be written into them).
+    /// - Installs pushworker's signal handling (``ProcessSignals``): from then on a SIGTERM or SIGINT stops
+    ///   `run`, `dev`, `results` and `redrive` gracefully however early it arrives, a second one exits with
+    ///   130, and a broken stdout or stderr pipe never ends the process by SIGPIPE.
+    ///
+    /// Later calls do nothing.
+    public static func prepareProcess() {
+        guard !prepared.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        StandardStream.reserveClosedDescriptors()
+        ProcessSignals.install()
+    }
+
+    private static let prepared = Atomic<Bool>(false)
+
+    /// The commands that stop gracefully on SIGTERM or SIGINT; the others end by the signal's default action.
+    static let gracefulCommands: Set<String> = ["run", "dev", "results", "redrive"]
+
     /// Runs the command named by `arguments[1]` and returns the process exit status.
+    ///
+    /// It calls ``prepareProcess()`` first (which does nothing when the executable's `main.swift` already
+    /// did, as it should).
     public func main(_ arguments: [String] = CommandLine.arguments) async -> Int32 {
+        Self.prepareProcess()
         let rest = Array(arguments.dropFirst())
         guard let command = rest.first else {
             Output.error(Self.usage)
             return 2
         }
         let options = Array(rest.dropFirst())
+        if !Self.gracefulCommands.contains(command) || options.contains("--help") || options.contains("-h") {
+            ProcessSignals.useDefaultAction()
+        }
         do {
             switch command {
             case "run": try await RunCommand(commandLine: self).execute(options)

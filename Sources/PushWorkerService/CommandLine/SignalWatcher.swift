@@ -1,52 +1,31 @@
-import Dispatch
-import Foundation
 import Synchronization
 
-/// Turns SIGTERM and SIGINT into a graceful stop: the first one calls the action; a second one exits at
-/// once with status 130.
+/// Turns SIGTERM and SIGINT into a graceful stop while it lives: the first signal calls the action (at
+/// once if one arrived before the watcher was created, however early after launch); a second signal exits
+/// at once with status 130. See ``ProcessSignals`` for how the signals are caught.
 public final class SignalWatcher: Sendable {
-    private let sources: Mutex<[any DispatchSourceSignal]>
+    private let id: Int
 
     /// Watches SIGTERM and SIGINT until the watcher is freed.
+    /// - Parameter onStop: called once, on the signal thread; it must not block for long.
     public init(onStop: @escaping @Sendable () -> Void) {
-        var made: [any DispatchSourceSignal] = []
-        let counter = Counter()
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                if counter.increment() > 1 {
-                    Output.error("pushworker: second signal, exiting now")
-                    exit(130)
-                }
-                onStop()
-            }
-            source.resume()
-            made.append(source)
-        }
-        sources = Mutex(made)
+        id = ProcessSignals.register(onStop)
     }
 
-    /// Waits for the first SIGTERM or SIGINT.
+    /// Waits for the first SIGTERM or SIGINT (returns at once if one has already arrived).
     public static func waitForStop() async {
+        let watcher = Mutex<SignalWatcher?>(nil)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let once = Counter()
-            let watcher = SignalWatcher { if once.increment() == 1 { continuation.resume() } }
-            Keeper.keep(watcher)
+            let once = Atomic<Bool>(false)
+            let made = SignalWatcher {
+                if !once.exchange(true, ordering: .relaxed) { continuation.resume() }
+            }
+            watcher.withLock { $0 = made }
         }
+        watcher.withLock { $0 = nil }
     }
 
     deinit {
-        sources.withLock { $0.forEach { $0.cancel() } }
-    }
-
-    private final class Counter: Sendable {
-        private let value = Atomic<Int>(0)
-        func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
-    }
-
-    private enum Keeper {
-        static let kept = Mutex<[SignalWatcher]>([])
-        static func keep(_ watcher: SignalWatcher) { kept.withLock { $0.append(watcher) } }
+        ProcessSignals.unregister(id)
     }
 }
