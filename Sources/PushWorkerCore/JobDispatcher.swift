@@ -216,13 +216,13 @@ public final class JobDispatcher: Sendable {
 
     private func prepare(_ record: InputRecord, nowMs: Int64, now: ContinuousClock.Instant) -> Prepared {
         var apnsId: String?
-        var expiration: String?
+        var expiration: [UInt8]?
         var traceparent: String?
         var attempt = 1
         for header in record.headers {
             switch header.name {
             case "apns-id" where apnsId == nil: apnsId = header.value.flatMap { String(validating: $0, as: UTF8.self) }
-            case "apns-expiration" where expiration == nil: expiration = header.value.map { String(decoding: $0, as: UTF8.self) }
+            case "apns-expiration" where expiration == nil: expiration = header.value
             case "traceparent" where traceparent == nil: traceparent = header.value.flatMap { String(validating: $0, as: UTF8.self) }
             case Job.attemptsHeader: attempt = Job.attempt(fromAttemptsHeader: header.value)
             default: break
