@@ -15,7 +15,8 @@ import Testing
             messageId: "apns-123", type: type, result: .failed, reason: reason, detail: detail, worker: worker, attempt: 1,
             source: RecordSource(topic: "pushes", partition: 3, offset: 9_000_000_001),
             receivedAtMs: Self.exampleMs, startedAtMs: startedAtMs, finishedAtMs: Self.exampleMs + 1017, durationMs: durationMs,
-            key: Array("device-1".utf8), traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", hasApnsId: true)
+            key: Array("device-1".utf8), apnsIdHeader: Array("apns-123".utf8),
+            traceparentHeader: Array("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".utf8))
     }
 
     func parse(_ record: ResultRecord) throws -> [String: Any] {

@@ -11,7 +11,7 @@ import Testing
         ResultRecord(messageId: "msg-7", type: "content-update", result: .failed, reason: reason.map { ResultReason($0) }, detail: detail,
                      worker: worker, attempt: attempt, source: RecordSource(topic: "pushes-a", partition: 2, offset: 41),
                      receivedAtMs: finishedAtMs - 10, startedAtMs: nil, finishedAtMs: finishedAtMs, durationMs: 0,
-                     key: Array("device-9".utf8), hasApnsId: true)
+                     key: Array("device-9".utf8), apnsIdHeader: Array("msg-7".utf8))
     }
 
     static func flat(_ headers: [KafkaHeader]) -> [String] {
