@@ -82,11 +82,13 @@ public struct Job: Sendable {
         max(.zero, ContinuousClock.now.duration(to: deadline))
     }
 
-    /// The payload as a JSON object: `aps`, `type` and the job's data keys. Decoded on first use and kept.
+    /// The payload as a JSON object: `aps`, `type` and the job's data keys, at any nesting the validator
+    /// accepts (up to ``PayloadValidator/maxNestingDepth`` levels). Decoded on first use and kept.
     public var object: [String: JSONValue] { parsed.object(of: value) }
 
     /// Decodes the payload into `T` with Foundation's `JSONDecoder`.
-    /// - Throws: `DecodingError` when the payload does not match `T`.
+    /// - Throws: `DecodingError` when the payload does not match `T`, or nests more than 512 levels deep
+    ///   (`JSONDecoder`'s own limit; ``object`` reads deeper payloads).
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         try JSONDecoder().decode(T.self, from: Data(value))
     }
@@ -130,8 +132,11 @@ final class ParsedObject: Sendable {
 
     func object(of value: [UInt8]) -> [String: JSONValue] {
         if let cached = cache.withLock({ $0 }) { return cached }
-        // The value was validated as a JSON object before the job was built.
-        let decoded = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(value))) ?? [:]
+        // The value was validated as a JSON object before the job was built. Foundation's decoder stops at
+        // 512 levels of nesting (a push may have up to PayloadValidator.maxNestingDepth): deeper values are
+        // read by JSONValue.parse.
+        let decoded = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(value)))
+            ?? JSONValue.parse(value)?.objectValue ?? [:]
         cache.withLock { $0 = decoded }
         return decoded
     }
