@@ -130,6 +130,28 @@ import Testing
         #expect(try parse(record)["detail"] as? String == detail)
     }
 
+    @Test func aNulIsWrittenAsAnEscapeAndKeepsTheRestOfTheString() throws {
+        var record = sample(detail: "d\u{0}etail", type: "ok\u{0}evil")
+        record.messageId = "id\u{0}tail"
+        let text = String(decoding: record.jsonBytes(), as: UTF8.self)
+        #expect(text.contains(#""messageId":"id\u0000tail""#))
+        #expect(text.contains(#""type":"ok\u0000evil""#))
+        #expect(text.contains(#""detail":"d\u0000etail""#))
+        #expect(!record.jsonBytes().contains(0))
+        #expect(try parse(record)["type"] as? String == "ok\u{0}evil")
+    }
+
+    @Test func headerBytesAreNotPartOfTheValue() {
+        var record = sample()
+        record.apnsIdHeader = [0xFF, 0xFE]
+        record.traceparentHeader = [0xFF, 0xFE, 0xFD]
+        #expect(record.jsonBytes() == sample().jsonBytes())
+        #expect(record.hasApnsId)
+        #expect(record.traceparent == nil, "not UTF-8: no text form")
+        record.apnsIdHeader = nil
+        #expect(!record.hasApnsId)
+    }
+
     @Test func messageIdAndTopicAreEscaped() throws {
         var record = sample()
         record.messageId = "a\"b\\c"

@@ -44,6 +44,19 @@ import Testing
         ])
     }
 
+    @Test func headerValuesStayByteExact() {
+        let headers: [(name: String, value: [UInt8]?)] = [
+            ("apns-id", [0xFF, 0xFE]), ("traceparent", [0xFF, 0xFE, 0xFD]), ("with-nul", [0x61, 0x00, 0x62]), ("empty", []),
+        ]
+        let input = InputRecord(source: RecordSource(topic: "pushes-a", partition: 0, offset: 3), key: [0x00, 0xFF],
+                                value: Array(#"{"aps":{"content-available":1},"type":"ok\u0000evil"}"#.utf8), headers: headers, receivedAtMs: 0)
+        let record = DeadLetterRecord.make(for: input, result: Self.result(reason: "invalidPayload", detail: nil, worker: nil), topic: "dead")
+        #expect(record.value == input.value)
+        #expect(record.key == [0x00, 0xFF])
+        #expect(Array(record.headers.prefix(4)).map(\.name) == headers.map(\.name))
+        #expect(Array(record.headers.prefix(4)).map(\.value) == headers.map(\.value))
+    }
+
     @Test func aRejectedRecordKeepsItsNullValueAndNullKey() {
         let input = InputRecord(source: RecordSource(topic: "pushes-a", partition: 0, offset: 3), key: nil, value: nil, receivedAtMs: 0)
         var result = Self.result(reason: "invalidPayload", detail: nil, worker: nil)
