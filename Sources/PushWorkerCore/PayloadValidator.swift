@@ -114,7 +114,8 @@ public struct PayloadValidator: Sendable {
     }
 
     /// What cJSON accepts that RFC 8259 does not: control characters (in strings, or as whitespace other
-    /// than tab, line feed and carriage return), numbers with a leading zero (`01`), a decimal point
+    /// than tab, line feed and carriage return), a `\u` escape without four hex digits (cJSON reads
+    /// `"\u0[00"` as a NUL), numbers with a leading zero (`01`), a decimal point
     /// without digits on both sides (`1.`, `.5`), a minus sign without a digit (`-.5`). One pass over the
     /// bytes, before cJSON parses the rest. The same pass counts the nesting of arrays and objects and stops
     /// at the first one deeper than ``maxNestingDepth`` (cJSON would call it a syntax error).
@@ -128,6 +129,15 @@ public struct PayloadValidator: Sendable {
             if inString {
                 if escaped {
                     escaped = false
+                    switch byte {
+                    case 0x22, 0x5C, 0x2F, 0x62, 0x66, 0x6E, 0x72, 0x74: break  // " \ / b f n r t
+                    case 0x75:  // u: cJSON reads a \u without four hex digits as U+0000
+                        guard index + 4 < bytes.count, (index + 1...index + 4).allSatisfy({ Self.isHexDigit(bytes[$0]) }) else {
+                            return "the value is not valid JSON (a \\u escape without four hex digits at byte \(index - 1))"
+                        }
+                    default:
+                        return "the value is not valid JSON (an unknown escape at byte \(index - 1))"
+                    }
                 } else if byte == 0x5C {
                     escaped = true
                 } else if byte == 0x22 {
@@ -160,6 +170,11 @@ public struct PayloadValidator: Sendable {
             previous = byte
         }
         return nil
+    }
+
+    @inline(__always)
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
     }
 
     @inline(__always)

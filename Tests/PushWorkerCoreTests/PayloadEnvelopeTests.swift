@@ -98,6 +98,20 @@ import Testing
         #expect(verdict(text) == .accepted(type: "ok"))
     }
 
+    @Test("a \\u escape without four hex digits is not JSON, wherever it is (cJSON reads it as a NUL)", arguments: [
+        #"{"aps":{"content-available":1},"type":"ok","data":"ok\u0[000evil"}"#,
+        #"{"aps":{"content-available":1},"type":"ok","data":"\ud3d\ude80"}"#,
+        #"{"aps":{"content-available":1},"type":"ok","da\u00-0ta":1}"#,
+        #"{"aps":{"content-available":1},"type":"ok","data":"\u"}"#,
+        #"{"aps":{"content-available":1},"type":"ok","data":"\u12"}"#,
+        #"{"aps":{"content-available":1},"type":"o\uk000"}"#,
+    ])
+    func malformedUnicodeEscapes(_ text: String) throws {
+        #expect((try? JSONSerialization.jsonObject(with: Data(text.utf8))) == nil)
+        let detail = try #require(invalidDetail(verdict(text)))
+        #expect(detail.contains("not valid JSON"), "\(detail)")
+    }
+
     // MARK: duplicate keys (defect 5)
 
     @Test("a duplicated aps, type or content-available is invalidPayload naming the key", arguments: [
