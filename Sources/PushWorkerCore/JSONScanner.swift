@@ -72,11 +72,21 @@ struct JSONScanner {
     }
 
     /// Whether the key `key` is exactly `expected` once its escapes are decoded.
-    func key(_ key: RawString, equals expected: [UInt8]) throws(Problem) -> Bool {
-        if !key.hasEscapes {
-            return key.range.count == expected.count && bytes[key.range].elementsEqual(expected)
+    func key(_ key: RawString, equals expected: StaticString) throws(Problem) -> Bool {
+        let decoded = key.hasEscapes ? try decode(key) : nil
+        return expected.withUTF8Buffer { literal in
+            if let decoded { return decoded.elementsEqual(literal) }
+            return key.range.count == literal.count && bytes[key.range].elementsEqual(literal)
         }
-        return try decode(key) == expected
+    }
+
+    /// A string's text, every escape decoded (a string without escapes is read in place, without a copy).
+    func text(_ string: RawString) throws(Problem) -> String {
+        let text = string.hasEscapes
+            ? String(validating: try decode(string), as: UTF8.self)
+            : String(validating: UnsafeBufferPointer(rebasing: bytes[string.range]), as: UTF8.self)
+        guard let text else { throw invalid("a string that is not valid UTF-8") }
+        return text
     }
 
     /// The bytes a JSON string stands for (UTF-8), every escape decoded: `\uXXXX` as its UTF-8 encoding
@@ -302,13 +312,7 @@ extension JSONScanner {
         return key
     }
 
-    /// A string's text, every escape decoded.
-    private func text(_ string: RawString) throws(Problem) -> String {
-        guard let text = String(validating: try decode(string), as: UTF8.self) else {
-            throw invalid("a string that is not valid UTF-8")
-        }
-        return text
-    }
+
 
     /// A string, number, `true`, `false` or `null`.
     private mutating func scalar() throws(Problem) -> JSONValue {

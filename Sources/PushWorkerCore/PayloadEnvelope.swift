@@ -33,10 +33,6 @@ struct PayloadEnvelope: Sendable, Equatable {
 
 /// The envelope's part of the scanner.
 private extension JSONScanner {
-    private static let aps: [UInt8] = Array("aps".utf8)
-    private static let type: [UInt8] = Array("type".utf8)
-    private static let contentAvailable: [UInt8] = Array("content-available".utf8)
-
     mutating func readEnvelope() throws(Problem) -> PayloadEnvelope {
         skipWhitespace()
         guard peek() == UInt8(ascii: "{") else { throw Problem(detail: "the value is JSON but not an object") }
@@ -45,20 +41,15 @@ private extension JSONScanner {
         var seenAps = false
         var seenType = false
         try members { (scanner: inout JSONScanner, key: RawString) throws(Problem) in
-            if try scanner.key(key, equals: Self.aps) {
+            if try scanner.key(key, equals: "aps") {
                 guard !seenAps else { throw Self.duplicate("aps", "") }
                 seenAps = true
                 apsProblem = try scanner.readAps()
-            } else if try scanner.key(key, equals: Self.type) {
+            } else if try scanner.key(key, equals: "type") {
                 guard !seenType else { throw Self.duplicate("type", "") }
                 seenType = true
                 if scanner.peek() == UInt8(ascii: "\"") {
-                    let string = try scanner.string()
-                    let decoded = try scanner.decode(string)
-                    guard let text = String(validating: decoded, as: UTF8.self) else {
-                        throw scanner.invalid("a string that is not valid UTF-8 once unescaped")
-                    }
-                    envelope.type = text
+                    envelope.type = try scanner.text(try scanner.string())
                 } else {
                     try scanner.skipValue()
                 }
@@ -85,7 +76,7 @@ private extension JSONScanner {
         var problem: String? = "aps has no content-available; a background push needs \"content-available\": 1"
         var seen = false
         try members { (scanner: inout JSONScanner, key: RawString) throws(Problem) in
-            guard try scanner.key(key, equals: Self.contentAvailable) else {
+            guard try scanner.key(key, equals: "content-available") else {
                 try scanner.skipValue()
                 return
             }
@@ -109,6 +100,7 @@ private extension JSONScanner {
             return "aps.content-available is \(bytes[start] == UInt8(ascii: "{") ? "an object" : "an array"); it must be the integer 1"
         default:
             try skipValue()
+            if index - start == 1 && bytes[start] == UInt8(ascii: "1") { return nil }  // the usual case, without a String
             let token = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
             switch token {
             case "true", "false", "null":
