@@ -54,12 +54,13 @@ struct StringFidelityTests {
         let harness = try await PushWorkerTestHarness.start(registry: Self.registry(runs))
         let apnsId: [UInt8] = [0xFF, 0xFE]
         let traceparent: [UInt8] = [0xFF, 0xFE, 0xFD]
-        try await Self.produce(harness, #"{"aps":{"content-available":1},"type":"ok"}"#,
-                               headers: [KafkaHeader(name: "apns-id", value: apnsId), KafkaHeader(name: "traceparent", value: traceparent)])
+        let push = Array(#"{"aps":{"content-available":1},"type":"ok"}"#.utf8)
+        try await harness.produce(bytes: push, headers: [KafkaHeader(name: "apns-id", value: apnsId), KafkaHeader(name: "traceparent", value: traceparent)])
         // And a record whose apns-id holds a NUL: the whole id is the message id and the header.
         let nulId: [UInt8] = Array("id".utf8) + [0] + Array("tail".utf8)
-        try await Self.produce(harness, #"{"aps":{"content-available":1},"type":"ok"}"#, headers: [KafkaHeader(name: "apns-id", value: nulId)])
-        _ = try await harness.results(count: 2)
+        try await harness.produce(bytes: push, headers: [KafkaHeader(name: "apns-id", value: nulId)])
+        let acknowledged = try await harness.results(count: 2)
+        #expect(acknowledged.contains { $0.rawHeaders == [KafkaHeader(name: "apns-id", value: apnsId), KafkaHeader(name: "traceparent", value: traceparent)] })
         let records = try await harness.readResultsTopic(count: 2)
         try await harness.shutdown()
         #expect(records.count == 2)
