@@ -314,6 +314,31 @@ extension JSONScanner {
 
 
 
+    /// Whether `token` is a number as RFC 8259 section 6 writes one: `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)?
+    /// ([eE] [+-]? [0-9]+)? (Swift's `Double(_:)` also reads `0x1p3`, `1.` and `00`).
+    static func isNumber(_ token: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        var at = token.startIndex
+        let end = token.endIndex
+        func digits() -> Int {
+            let from = at
+            while at < end, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(token[at]) { at += 1 }
+            return at - from
+        }
+        if at < end, token[at] == UInt8(ascii: "-") { at += 1 }
+        guard at < end else { return false }
+        if token[at] == UInt8(ascii: "0") { at += 1 } else if digits() == 0 { return false }
+        if at < end, token[at] == UInt8(ascii: ".") {
+            at += 1
+            guard digits() > 0 else { return false }
+        }
+        if at < end, token[at] == UInt8(ascii: "e") || token[at] == UInt8(ascii: "E") {
+            at += 1
+            if at < end, token[at] == UInt8(ascii: "+") || token[at] == UInt8(ascii: "-") { at += 1 }
+            guard digits() > 0 else { return false }
+        }
+        return at == end
+    }
+
     /// A string, number, `true`, `false` or `null`.
     private mutating func scalar() throws(Problem) -> JSONValue {
         if peek() == UInt8(ascii: "\"") { return .string(try text(try string())) }
@@ -325,8 +350,7 @@ extension JSONScanner {
         case "false": return .bool(false)
         case "null": return .null
         default:
-            guard let first = token.utf8.first, first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first),
-                  let number = Double(token) else {
+            guard Self.isNumber(bytes[start..<index]), let number = Double(token) else {
                 throw invalid("a malformed value")
             }
             if let integer = Int64(token) { return .int(integer) }

@@ -56,6 +56,7 @@ import Testing
 
     @Test("parse refuses what is not one JSON value", arguments: [
         "", "{", #"{"a":}"#, #"{"a":1,}"#, "[1,]", "[1 2]", #"{"a" 1}"#, "{} {}", "tru", #""\ud800""#, #"{1:2}"#, "nul", "-",
+        "0x1p3", "1.", ".5", "00", "01", "+1", "1e", "1e+", "-a", "inf", "nan", "[1.e5]",
     ])
     func refusesNonJSON(_ text: String) {
         #expect(JSONValue.parse(Array(text.utf8)) == nil)
