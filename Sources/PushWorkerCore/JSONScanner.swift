@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A cursor over the bytes of a JSON text that reads strings exactly and skips values without recursion:
 /// the shared core of ``PayloadEnvelope`` (the push's envelope) and ``JSONValue/parse(_:)`` (a whole value).
 ///
@@ -51,22 +57,24 @@ struct JSONScanner {
         var hasEscapes: Bool
     }
 
-    /// Reads a string starting at its opening quote; leaves `index` after the closing quote.
+    /// Reads a string starting at its opening quote; leaves `index` after the closing quote. `memchr` finds
+    /// the next quote and any backslash before it, so long strings (a push's data) are skipped quickly.
     mutating func string() throws(Problem) -> RawString {
         index += 1  // "
         let start = index
         var hasEscapes = false
+        guard let base = bytes.baseAddress else { throw invalid("an unterminated string") }
         while index < bytes.count {
-            switch bytes[index] {
-            case UInt8(ascii: "\""):
-                defer { index += 1 }
-                return RawString(range: start..<index, hasEscapes: hasEscapes)
-            case UInt8(ascii: "\\"):
+            guard let quote = memchr(base + index, 0x22, bytes.count - index) else { break }
+            let quoteAt = base.distance(to: quote.assumingMemoryBound(to: UInt8.self))
+            if let backslash = memchr(base + index, 0x5C, quoteAt - index) {
+                // An escape: step over the backslash and the character it escapes (maybe a quote).
                 hasEscapes = true
-                index += 2
-            default:
-                index += 1
+                index = base.distance(to: backslash.assumingMemoryBound(to: UInt8.self)) + 2
+                continue
             }
+            index = quoteAt + 1
+            return RawString(range: start..<quoteAt, hasEscapes: hasEscapes)
         }
         throw invalid("an unterminated string")
     }
