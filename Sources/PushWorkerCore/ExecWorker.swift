@@ -14,6 +14,11 @@ import Synchronization
 /// - Outcome: the first stdout line if it is `newData`, `noData` or `failed`, optionally followed by a
 ///   space and a reason; otherwise exit status 0 = `newData`, anything else = `failed` / `workerError`
 ///   with the status as detail.
+/// - Refusal: an environment variable is a C string, so a value holding a NUL byte cannot travel whole.
+///   When `PUSHWORKER_MESSAGE_ID` (the `apns-id`), `PUSHWORKER_TYPE` (the payload's `type`, e.g.
+///   `"ok\u0000evil"` routed to a default exec worker) or `TRACEPARENT` (the `traceparent` header; also
+///   when it is not UTF-8) cannot carry its value, the program is not started and the outcome is `failed` /
+///   `invalidPayload` with a detail naming the field and the variable (``environmentProblem(for:)``).
 /// - At the deadline (task cancellation): SIGTERM, then SIGKILL after ``terminationGrace``, to the
 ///   program's process group (the program and the programs it started).
 public struct ExecWorker: Worker {
@@ -67,6 +72,27 @@ public struct ExecWorker: Worker {
         return env
     }
 
+    /// Why `job` cannot be handed to a program whole, or `nil`: a value of the program's environment that
+    /// holds a NUL byte (C strings end there, so the program would see it cut), or a `traceparent` header
+    /// that is not UTF-8 (Foundation passes the environment as text).
+    public static func environmentProblem(for job: Job) -> String? {
+        if job.messageId.utf8.contains(0) {
+            return "the apns-id header holds a NUL byte, which the PUSHWORKER_MESSAGE_ID environment variable cannot carry; the program was not started"
+        }
+        if let type = job.type, type.utf8.contains(0) {
+            return "the payload's type holds a NUL (\\u0000), which the PUSHWORKER_TYPE environment variable cannot carry; the program was not started"
+        }
+        if let traceparent = job.traceparentHeader {
+            if traceparent.contains(0) {
+                return "the traceparent header holds a NUL byte, which the TRACEPARENT environment variable cannot carry; the program was not started"
+            }
+            if String(validating: traceparent, as: UTF8.self) == nil {
+                return "the traceparent header is not UTF-8, which the TRACEPARENT environment variable cannot carry; the program was not started"
+            }
+        }
+        return nil
+    }
+
     /// An exec worker failure before the program ran.
     public struct LaunchError: Error, CustomStringConvertible {
         /// Why it failed.
@@ -84,8 +110,13 @@ public struct ExecWorker: Worker {
     }
 
     /// Runs the program with the record value on stdin; the outcome follows contract section 6 (exec).
+    /// A job whose values its environment cannot carry is `failed` / `invalidPayload` without starting the
+    /// program (``environmentProblem(for:)``).
     /// - Throws: an error when the program cannot be started (reported as `failed` / `workerError`).
     public func perform(_ job: Job) async throws -> WorkerOutcome {
+        if let problem = Self.environmentProblem(for: job) {
+            return .failed(.invalidPayload, detail: problem)
+        }
         guard let program = arguments.first, let path = Self.resolve(program) else {
             throw LaunchError(description: "exec worker: program '\(arguments.first ?? "")' not found or not executable")
         }

@@ -8,6 +8,10 @@ import FoundationNetworking
 /// - Request: `POST` of the whole record value with `Content-Type: application/json`, the `apns-id`
 ///   (message id) and `traceparent` headers, plus the configured static headers. The payload never
 ///   chooses the URL.
+/// - Refusal: `apns-id` (``Job/messageId``) and `traceparent` come from the record, so they are checked
+///   before they become request headers: a value holding a control character (CR, LF and NUL included;
+///   tab is allowed) or DEL, or a `traceparent` that is not UTF-8, is never sent. The job is then `failed`
+///   / `invalidPayload` with a detail naming the header, and no request is made (``headerProblem(for:)``).
 /// - Timeout: the smaller of ``requestTimeout`` and the time left in the budget; the request is also
 ///   cancelled with the job at the deadline.
 /// - Outcome: 204 = `noData`; other 2xx = `newData`, unless the body is a JSON object with a `result`
@@ -47,9 +51,42 @@ public struct HTTPWorker: Worker {
         public var description: String
     }
 
-    /// POSTs the record value to ``url``; the outcome follows contract section 6 (http).
+    /// Why `job`'s `apns-id` or `traceparent` cannot be sent as an HTTP request header, or `nil`. RFC 9110
+    /// section 5.5 allows visible characters, space and tab in a field value; a CR or LF would end the
+    /// header and start another (header injection), a NUL would cut it.
+    public static func headerProblem(for job: Job) -> String? {
+        if let problem = fieldValueProblem(Array(job.messageId.utf8)) {
+            return "the apns-id header holds \(problem), which an HTTP request header cannot carry; no request was sent"
+        }
+        if let traceparent = job.traceparentHeader {
+            if let problem = fieldValueProblem(traceparent) {
+                return "the traceparent header holds \(problem), which an HTTP request header cannot carry; no request was sent"
+            }
+            if String(validating: traceparent, as: UTF8.self) == nil {
+                return "the traceparent header is not UTF-8, which this HTTP request header cannot carry; no request was sent"
+            }
+        }
+        return nil
+    }
+
+    private static func fieldValueProblem(_ bytes: [UInt8]) -> String? {
+        guard let bad = bytes.first(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else { return nil }
+        switch bad {
+        case 0x00: return "a NUL byte"
+        case 0x0A: return "a line feed (LF)"
+        case 0x0D: return "a carriage return (CR)"
+        default: return "the control character 0x\(String(bad, radix: 16, uppercase: true))"
+        }
+    }
+
+    /// POSTs the record value to ``url``; the outcome follows contract section 6 (http). A job whose
+    /// `apns-id` or `traceparent` cannot be a request header is `failed` / `invalidPayload` without a
+    /// request (``headerProblem(for:)``).
     /// - Throws: ``TransportError`` when no HTTP status arrived (reported as `failed` / `workerError`).
     public func perform(_ job: Job) async throws -> WorkerOutcome {
+        if let problem = Self.headerProblem(for: job) {
+            return .failed(.invalidPayload, detail: problem)
+        }
         var request = URLRequest(url: url)
         request.httpMethod = "POST"
         request.httpBody = Data(job.value)

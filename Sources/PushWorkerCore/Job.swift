@@ -3,9 +3,12 @@ import Synchronization
 
 /// One job handed to a ``Worker``: a validated background push and its context.
 public struct Job: Sendable {
-    /// The message id: the `apns-id` header, or `<topic>-<partition>-<offset>`.
+    /// The message id: the `apns-id` header when it is non-empty UTF-8 (at most
+    /// ``PushHeaders/maxApnsIdBytes`` bytes), or `<topic>-<partition>-<offset>`. It may hold any character,
+    /// NUL included: a worker passing it on must keep or refuse it whole, never cut it.
     public var messageId: String
-    /// The payload's `type`, or `nil` when a default worker took a record without one.
+    /// The payload's `type` with all its bytes (a `\u0000` in it included), or `nil` when a default worker
+    /// took a record without one.
     public var type: String?
     /// The raw record value: a UTF-8 JSON object (at most the payload limit, 4096 bytes by default).
     public var value: [UInt8]
@@ -15,8 +18,20 @@ public struct Job: Sendable {
     public var headers: [(name: String, value: [UInt8]?)]
     /// Where the record came from.
     public var source: RecordSource
-    /// The W3C `traceparent` header, if the record had one.
-    public var traceparent: String?
+    /// The W3C `traceparent` header's bytes, exactly as the record had them (at most
+    /// ``PushHeaders/maxTraceparentBytes``), or `nil` if it had none.
+    public var traceparentHeader: [UInt8]?
+    /// The `traceparent` header as UTF-8 text, or `nil` if the record had none or it is not UTF-8 (see
+    /// ``traceparentHeader``). Setting it sets ``traceparentHeader`` to its UTF-8 bytes.
+    public var traceparent: String? {
+        get { traceparentHeader.flatMap { String(validating: $0, as: UTF8.self) } }
+        set { traceparentHeader = newValue.map { Array($0.utf8) } }
+    }
+    /// The `traceparent` header parsed as W3C Trace Context (``TraceContext``), or `nil` if absent or
+    /// malformed. Parsed on each use.
+    public var traceContext: TraceContext? {
+        traceparentHeader.flatMap { TraceContext(traceparent: $0) }
+    }
     /// The run: 1 for the first; one more than the record's ``Job/attemptsHeader`` when it has one (a
     /// record redriven from the dead-letter topic).
     public var attempt: Int
@@ -42,7 +57,7 @@ public struct Job: Sendable {
     ) {
         self.init(
             messageId: messageId, type: type, value: value, key: key, headers: headers, source: source,
-            traceparent: traceparent, attempt: attempt, notStartedAt: deadline, placeholderMs: Clock.wallMs(at: deadline))
+            traceparentHeader: traceparent.map { Array($0.utf8) }, attempt: attempt, notStartedAt: deadline, placeholderMs: Clock.wallMs(at: deadline))
     }
 
     /// The header that counts the runs a record has already had: `pushworker-attempts`, a decimal integer.
@@ -67,16 +82,19 @@ public struct Job: Sendable {
         max(.zero, ContinuousClock.now.duration(to: deadline))
     }
 
-    /// The payload as a JSON object: `aps`, `type` and the job's data keys. Decoded on first use and kept.
+    /// The payload as a JSON object: `aps`, `type` and the job's data keys, at any nesting the validator
+    /// accepts (up to ``PayloadValidator/maxNestingDepth`` levels). Decoded on first use and kept.
     public var object: [String: JSONValue] { parsed.object(of: value) }
 
     /// Decodes the payload into `T` with Foundation's `JSONDecoder`.
-    /// - Throws: `DecodingError` when the payload does not match `T`.
+    /// - Throws: `DecodingError` when the payload does not match `T`, or nests more than 512 levels deep
+    ///   (`JSONDecoder`'s own limit; ``object`` reads deeper payloads).
     public func decode<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         try JSONDecoder().decode(T.self, from: Data(value))
     }
 
-    /// The first header named `name` as a UTF-8 string, or `nil`.
+    /// The first header named `name` as a UTF-8 string, or `nil` (absent, null, or not UTF-8: read
+    /// ``headers`` for the bytes).
     public func header(_ name: String) -> String? {
         for header in headers where header.name == name {
             return header.value.flatMap { String(validating: $0, as: UTF8.self) }
@@ -87,14 +105,14 @@ public struct Job: Sendable {
     /// A job whose deadline is set later, by the executor when its worker starts (no clock reads here:
     /// this is on the per-record path).
     init(messageId: String, type: String?, value: [UInt8], key: [UInt8]?, headers: [(name: String, value: [UInt8]?)],
-         source: RecordSource, traceparent: String?, attempt: Int, notStartedAt placeholder: ContinuousClock.Instant, placeholderMs: Int64) {
+         source: RecordSource, traceparentHeader: [UInt8]?, attempt: Int, notStartedAt placeholder: ContinuousClock.Instant, placeholderMs: Int64) {
         self.messageId = messageId
         self.type = type
         self.value = value
         self.key = key
         self.headers = headers
         self.source = source
-        self.traceparent = traceparent
+        self.traceparentHeader = traceparentHeader
         self.attempt = attempt
         self.deadline = placeholder
         self.deadlineMs = placeholderMs
@@ -114,8 +132,11 @@ final class ParsedObject: Sendable {
 
     func object(of value: [UInt8]) -> [String: JSONValue] {
         if let cached = cache.withLock({ $0 }) { return cached }
-        // The value was validated as a JSON object before the job was built.
-        let decoded = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(value))) ?? [:]
+        // The value was validated as a JSON object before the job was built. Foundation's decoder stops at
+        // 512 levels of nesting (a push may have up to PayloadValidator.maxNestingDepth): deeper values are
+        // read by JSONValue.parse.
+        let decoded = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(value)))
+            ?? JSONValue.parse(value)?.objectValue ?? [:]
         cache.withLock { $0 = decoded }
         return decoded
     }

@@ -19,7 +19,8 @@ public final class JobDispatcher: Sendable {
         var job: Job
         var worker: RegisteredWorker
         var receivedAtMs: Int64
-        var hasApnsId: Bool
+        /// The input's `apns-id` header bytes, for the result's headers.
+        var apnsIdHeader: [UInt8]?
 
         /// The input record the job was built from (its parts are shared with the job, not copied).
         var input: InputRecord {
@@ -215,27 +216,20 @@ public final class JobDispatcher: Sendable {
     }
 
     private func prepare(_ record: InputRecord, nowMs: Int64, now: ContinuousClock.Instant) -> Prepared {
-        var apnsId: String?
-        var expiration: String?
-        var traceparent: String?
-        var attempt = 1
-        for header in record.headers {
-            switch header.name {
-            case "apns-id" where apnsId == nil: apnsId = header.value.flatMap { String(validating: $0, as: UTF8.self) }
-            case "apns-expiration" where expiration == nil: expiration = header.value.map { String(decoding: $0, as: UTF8.self) }
-            case "traceparent" where traceparent == nil: traceparent = header.value.flatMap { String(validating: $0, as: UTF8.self) }
-            case Job.attemptsHeader: attempt = Job.attempt(fromAttemptsHeader: header.value)
-            default: break
-            }
-        }
-        let messageId = (apnsId?.isEmpty == false ? apnsId : nil) ?? record.source.defaultMessageId
+        let headers = PushHeaders(record.headers)
+        let attempt = headers.attempt
+        let messageId = headers.messageId(fallback: record.source.defaultMessageId)
         func immediate(_ result: BackgroundFetchResult, _ reason: ResultReason, _ detail: String, type: String?) -> Prepared {
             .result(ResultRecord(
                 messageId: messageId, type: type, result: result, reason: reason, detail: detail, worker: nil,
                 attempt: attempt, source: record.source, receivedAtMs: record.receivedAtMs, startedAtMs: nil, finishedAtMs: Clock.nowMs(),
-                durationMs: 0, key: record.key, traceparent: traceparent, hasApnsId: apnsId != nil))
+                durationMs: 0, key: record.key, apnsIdHeader: headers.apnsId, traceparentHeader: headers.traceparent))
         }
-        let (verdict, payloadType) = validator.check(value: record.value, apnsExpiration: expiration, nowMs: nowMs)
+        // Row 1 (the value's size) first, then a header over its bound (row 2, invalidPayload).
+        if let problem = headers.problem, (record.value?.count ?? 0) <= validator.maxPayloadBytes {
+            return immediate(.failed, .invalidPayload, problem, type: nil)
+        }
+        let (verdict, payloadType) = validator.check(value: record.value, apnsExpiration: headers.apnsExpiration, nowMs: nowMs)
         switch verdict {
         case .rejected(let result, let reason, let detail):
             return immediate(result, reason, detail, type: payloadType)
@@ -248,8 +242,8 @@ public final class JobDispatcher: Sendable {
             // The deadline is set when the worker starts; until then it reads "now".
             let job = Job(
                 messageId: messageId, type: type, value: value, key: record.key, headers: record.headers,
-                source: record.source, traceparent: traceparent, attempt: attempt, notStartedAt: now, placeholderMs: nowMs)
-            return .job(Pending(job: job, worker: worker, receivedAtMs: record.receivedAtMs, hasApnsId: apnsId != nil))
+                source: record.source, traceparentHeader: headers.traceparent, attempt: attempt, notStartedAt: now, placeholderMs: nowMs)
+            return .job(Pending(job: job, worker: worker, receivedAtMs: record.receivedAtMs, apnsIdHeader: headers.apnsId))
         }
     }
 
@@ -268,7 +262,7 @@ public final class JobDispatcher: Sendable {
             detail: report.outcome.detail.map { ResultRecord.truncated($0, toBytes: ResultRecord.maxDetailBytes) },
             worker: pending.worker.name, attempt: job.attempt, source: job.source,
             receivedAtMs: pending.receivedAtMs, startedAtMs: report.startedAtMs, finishedAtMs: report.finishedAtMs,
-            durationMs: report.durationMs, key: job.key, traceparent: job.traceparent, hasApnsId: pending.hasApnsId)
+            durationMs: report.durationMs, key: job.key, apnsIdHeader: pending.apnsIdHeader, traceparentHeader: job.traceparentHeader)
     }
 
     private func finished(_ pending: Pending) {

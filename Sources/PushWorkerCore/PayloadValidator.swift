@@ -3,14 +3,28 @@ import CCJSON
 /// Checks a record as Apple checks a background push, in the contract's order (section 2, rows 1–4), and
 /// reads its `type`.
 ///
-/// JSON syntax is checked by cJSON (Debian `libcjson-dev`); UTF-8 by the Swift standard library.
+/// JSON syntax is checked by cJSON (Debian `libcjson-dev`), UTF-8 by the Swift standard library, and what
+/// cJSON lets through that RFC 8259 does not by one strict pass over the bytes. The envelope (`aps`,
+/// `aps.content-available`, `type`) is then read exactly by ``PayloadEnvelope`` (never from cJSON's C
+/// strings, which stop at a `\u0000`). Beyond JSON syntax a value is `failed` / `invalidPayload` when:
+/// - it nests arrays and objects more than ``maxNestingDepth`` levels deep (the object itself is level 1);
+/// - it has the key `aps` or `type` twice at the top level, or `content-available` twice inside `aps`.
+///
+/// Keys and strings are compared with all their bytes: a `type` of `"ok\u0000evil"` is not `ok`, a key
+/// `"type\u0000x"` is not `type`, and a key `"\u0074ype"` is `type`.
 public struct PayloadValidator: Sendable {
     /// The largest value accepted, in bytes: 4096 by default, APNs's limit for a background push.
     public var maxPayloadBytes: Int
 
+    /// The deepest nesting of arrays and objects accepted: 1000 levels, counting the top-level object as
+    /// level 1 (so `{"a":[[…]]}` may hold 999 nested arrays). This is cJSON's `CJSON_NESTING_LIMIT`, which
+    /// counts the same way; a deeper value is `failed` / `invalidPayload` with a detail naming this limit.
+    public static let maxNestingDepth = Int(CJSON_NESTING_LIMIT)
+
     /// The checks' verdict on one record.
     public enum Verdict: Sendable, Equatable {
-        /// The record passed rows 1–4; `type` is its string `type`, or `nil` if missing or not a string.
+        /// The record passed rows 1–4; `type` is its string `type` with all its bytes, or `nil` if missing
+        /// or not a string.
         case accepted(type: String?)
         /// The record got its result without running a worker.
         case rejected(BackgroundFetchResult, ResultReason, detail: String)
@@ -26,12 +40,20 @@ public struct PayloadValidator: Sendable {
     ///
     /// - Parameter apnsExpiration: the `apns-expiration` header text (UNIX seconds), or `nil` if absent.
     public func validate(value: [UInt8]?, apnsExpiration: String?, nowMs: Int64) -> Verdict {
-        check(value: value, apnsExpiration: apnsExpiration, nowMs: nowMs).verdict
+        check(value: value, apnsExpiration: apnsExpiration.map { Array($0.utf8) }, nowMs: nowMs).verdict
     }
 
-    /// ``validate(value:apnsExpiration:nowMs:)`` and the payload's string `type` when it was read (also for
-    /// records rejected by rows 3 and 4), for the result's `type` field.
-    func check(value: [UInt8]?, apnsExpiration: String?, nowMs: Int64) -> (verdict: Verdict, type: String?) {
+    /// Checks `value` and the `apns-expiration` header's bytes at `nowMs` (UNIX milliseconds).
+    ///
+    /// - Parameter apnsExpirationHeader: the header's bytes (``APNsExpiration``), or `nil` if absent; bytes
+    ///   that are not decimal UNIX seconds (not UTF-8 included) are `failed` / `invalidPayload`.
+    public func validate(value: [UInt8]?, apnsExpirationHeader: [UInt8]?, nowMs: Int64) -> Verdict {
+        check(value: value, apnsExpiration: apnsExpirationHeader, nowMs: nowMs).verdict
+    }
+
+    /// ``validate(value:apnsExpirationHeader:nowMs:)`` and the payload's string `type` when it was read
+    /// (also for records rejected by rows 3 and 4), for the result's `type` field.
+    func check(value: [UInt8]?, apnsExpiration: [UInt8]?, nowMs: Int64) -> (verdict: Verdict, type: String?) {
         guard let value else {
             return (.rejected(.failed, .invalidPayload, detail: "the record value is null; expected a JSON object"), nil)
         }
@@ -49,10 +71,13 @@ public struct PayloadValidator: Sendable {
         if let problem = Self.strictnessProblem(value) {
             return (.rejected(.failed, .invalidPayload, detail: problem), nil)
         }
-        let parsed: ParsedEnvelope
-        switch Self.parseEnvelope(value) {
-        case .failure(let detail):
-            return (.rejected(.failed, .invalidPayload, detail: detail), nil)
+        if let problem = Self.syntaxProblem(value) {
+            return (.rejected(.failed, .invalidPayload, detail: problem), nil)
+        }
+        let parsed: PayloadEnvelope
+        switch PayloadEnvelope.read(value) {
+        case .failure(let problem):
+            return (.rejected(.failed, .invalidPayload, detail: problem.detail), nil)
         case .success(let envelope):
             parsed = envelope
         }
@@ -62,14 +87,23 @@ public struct PayloadValidator: Sendable {
         }
         // Row 4: apns-expiration (UNIX seconds); 0 or absent = never expires.
         if let apnsExpiration {
-            guard let expiration = APNsExpiration(header: Array(apnsExpiration.utf8)) else {
-                return (.rejected(.failed, .invalidPayload, detail: "the apns-expiration header '\(apnsExpiration)' is not UNIX seconds"), parsed.type)
+            guard let expiration = APNsExpiration(header: apnsExpiration) else {
+                return (.rejected(.failed, .invalidPayload, detail: "the apns-expiration header \(Self.describeHeader(apnsExpiration)) is not UNIX seconds"), parsed.type)
             }
             if expiration.hasPassed(atMs: nowMs) {
                 return (.rejected(.noData, .expired, detail: "apns-expiration \(expiration.seconds) passed before the record was taken"), parsed.type)
             }
         }
         return (.accepted(type: parsed.type), parsed.type)
+    }
+
+    /// A header value for a detail: quoted when it is short UTF-8, else its size (a header can be large,
+    /// and a detail must stay small).
+    static func describeHeader(_ bytes: [UInt8]) -> String {
+        guard bytes.count <= 64, let text = String(validating: bytes, as: UTF8.self) else {
+            return String(validating: bytes, as: UTF8.self) == nil ? "(\(bytes.count) bytes, not UTF-8)" : "(\(bytes.count) bytes)"
+        }
+        return "'\(text)'"
     }
 
     @inline(__always)
@@ -80,10 +114,13 @@ public struct PayloadValidator: Sendable {
     }
 
     /// What cJSON accepts that RFC 8259 does not: control characters (in strings, or as whitespace other
-    /// than tab, line feed and carriage return), numbers with a leading zero (`01`), a decimal point
+    /// than tab, line feed and carriage return), a `\u` escape without four hex digits (cJSON reads
+    /// `"\u0[00"` as a NUL), numbers with a leading zero (`01`), a decimal point
     /// without digits on both sides (`1.`, `.5`), a minus sign without a digit (`-.5`). One pass over the
-    /// bytes, before cJSON parses the rest.
+    /// bytes, before cJSON parses the rest. The same pass counts the nesting of arrays and objects and stops
+    /// at the first one deeper than ``maxNestingDepth`` (cJSON would call it a syntax error).
     static func strictnessProblem(_ bytes: [UInt8]) -> String? {
+        var depth = 0
         var inString = false
         var escaped = false
         var previous: UInt8 = 0x20
@@ -92,6 +129,15 @@ public struct PayloadValidator: Sendable {
             if inString {
                 if escaped {
                     escaped = false
+                    switch byte {
+                    case 0x22, 0x5C, 0x2F, 0x62, 0x66, 0x6E, 0x72, 0x74: break  // " \ / b f n r t
+                    case 0x75:  // u: cJSON reads a \u without four hex digits as U+0000
+                        guard index + 4 < bytes.count, (index + 1...index + 4).allSatisfy({ Self.isHexDigit(bytes[$0]) }) else {
+                            return "the value is not valid JSON (a \\u escape without four hex digits at byte \(index - 1))"
+                        }
+                    default:
+                        return "the value is not valid JSON (an unknown escape at byte \(index - 1))"
+                    }
                 } else if byte == 0x5C {
                     escaped = true
                 } else if byte == 0x22 {
@@ -101,6 +147,13 @@ public struct PayloadValidator: Sendable {
                 }
             } else if byte == 0x22 {
                 inString = true
+            } else if byte == 0x5B || byte == 0x7B {
+                depth += 1
+                if depth > maxNestingDepth {
+                    return "the value nests arrays and objects more than \(maxNestingDepth) levels deep (level \(depth) at byte \(index)); the nesting limit is \(maxNestingDepth) levels"
+                }
+            } else if byte == 0x5D || byte == 0x7D {
+                depth -= 1
             } else if byte < 0x20 && byte != 0x09 && byte != 0x0A && byte != 0x0D {
                 return "the value is not valid JSON (a control character outside a string at byte \(index))"
             } else if byte == 0x2E && (!(0x30...0x39).contains(previous) || !Self.isDigit(bytes, index + 1)) {
@@ -120,28 +173,24 @@ public struct PayloadValidator: Sendable {
     }
 
     @inline(__always)
+    static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
+    }
+
+    @inline(__always)
     static func isDigit(_ bytes: [UInt8], _ index: Int) -> Bool {
         index < bytes.count && (0x30...0x39).contains(bytes[index])
     }
 
-    struct ParsedEnvelope {
-        var type: String?
-        var silentProblem: String?
-    }
-
-    enum ParseResult {
-        case success(ParsedEnvelope)
-        case failure(String)
-    }
-
-    static func parseEnvelope(_ value: [UInt8]) -> ParseResult {
-        value.withUnsafeBufferPointer { buffer -> ParseResult in
-            buffer.withMemoryRebound(to: CChar.self) { chars -> ParseResult in
-                guard let base = chars.baseAddress else { return .failure("the record value is empty; expected a JSON object") }
+    /// Whether cJSON parses `value` as one JSON object followed by nothing but whitespace; the problem if not.
+    static func syntaxProblem(_ value: [UInt8]) -> String? {
+        value.withUnsafeBufferPointer { buffer -> String? in
+            buffer.withMemoryRebound(to: CChar.self) { chars -> String? in
+                guard let base = chars.baseAddress else { return "the record value is empty; expected a JSON object" }
                 var end: UnsafePointer<CChar>?
                 guard let root = cJSON_ParseWithLengthOpts(base, chars.count, &end, 0) else {
                     let at = end.map { base.distance(to: $0) } ?? 0
-                    return .failure("the value is not valid JSON (syntax error near byte \(at))")
+                    return "the value is not valid JSON (syntax error near byte \(at))"
                 }
                 defer { cJSON_Delete(root) }
                 // Only whitespace may follow the value.
@@ -150,46 +199,13 @@ public struct PayloadValidator: Sendable {
                     while index < chars.count {
                         switch UInt8(bitPattern: chars[index]) {
                         case 0x20, 0x09, 0x0A, 0x0D: index += 1
-                        default: return .failure("the value is not valid JSON (unexpected data after the object at byte \(index))")
+                        default: return "the value is not valid JSON (unexpected data after the object at byte \(index))"
                         }
                     }
                 }
-                guard cJSON_IsObject(root) != 0 else {
-                    return .failure("the value is JSON but not an object")
-                }
-                var envelope = ParsedEnvelope()
-                if let type = cJSON_GetObjectItemCaseSensitive(root, "type"), cJSON_IsString(type) != 0, let text = type.pointee.valuestring {
-                    envelope.type = String(cString: text)
-                }
-                guard let aps = cJSON_GetObjectItemCaseSensitive(root, "aps") else {
-                    envelope.silentProblem = "no aps dictionary; a background push needs \"aps\": {\"content-available\": 1}"
-                    return .success(envelope)
-                }
-                guard cJSON_IsObject(aps) != 0 else {
-                    envelope.silentProblem = "aps is not a dictionary"
-                    return .success(envelope)
-                }
-                guard let flag = cJSON_GetObjectItemCaseSensitive(aps, "content-available") else {
-                    envelope.silentProblem = "aps has no content-available; a background push needs \"content-available\": 1"
-                    return .success(envelope)
-                }
-                if cJSON_IsNumber(flag) == 0 || flag.pointee.valuedouble != 1 {
-                    envelope.silentProblem = "aps.content-available is \(describe(flag)); it must be the integer 1"
-                }
-                return .success(envelope)
+                guard cJSON_IsObject(root) != 0 else { return "the value is JSON but not an object" }
+                return nil
             }
         }
-    }
-
-    private static func describe(_ item: UnsafeMutablePointer<cJSON>) -> String {
-        if cJSON_IsBool(item) != 0 { return cJSON_IsTrue(item) != 0 ? "true" : "false" }
-        if cJSON_IsNull(item) != 0 { return "null" }
-        if cJSON_IsString(item) != 0, let text = item.pointee.valuestring { return "the string \"\(String(cString: text).prefix(32))\"" }
-        if cJSON_IsNumber(item) != 0 {
-            let number = item.pointee.valuedouble
-            return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
-        }
-        if cJSON_IsArray(item) != 0 { return "an array" }
-        return "an object"
     }
 }

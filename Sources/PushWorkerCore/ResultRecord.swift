@@ -1,9 +1,10 @@
 /// One result (contract section 3): what happened to one input record.
 ///
 /// ``jsonBytes()`` is the exact value written to the results topic. ``key`` and the `apns-id` /
-/// ``traceparent`` headers go on the Kafka record beside it.
+/// `traceparent` headers (``apnsIdHeader``, ``traceparentHeader``, byte for byte) go on the Kafka record
+/// beside it.
 public struct ResultRecord: Sendable, Hashable {
-    /// The `apns-id`, or `<topic>-<partition>-<offset>`.
+    /// The `apns-id` when it is non-empty UTF-8, or `<topic>-<partition>-<offset>` (``PushHeaders/messageId(fallback:)``).
     public var messageId: String
     /// The payload's `type`, or `nil` when it had none (or the value was not readable).
     public var type: String?
@@ -29,16 +30,26 @@ public struct ResultRecord: Sendable, Hashable {
     public var durationMs: Double
     /// The input's key (the result record is keyed by it); not part of the JSON value.
     public var key: [UInt8]?
-    /// The input's W3C `traceparent` header, copied to the result's headers; not part of the JSON value.
-    public var traceparent: String?
-    /// Whether the input had an `apns-id` header (copied to the result's headers when it did).
-    public var hasApnsId: Bool
+    /// The input's `apns-id` header bytes, copied to the result's headers unchanged (UTF-8 or not), or `nil`
+    /// when the input had none or one over ``PushHeaders/maxApnsIdBytes``; not part of the JSON value.
+    public var apnsIdHeader: [UInt8]?
+    /// The input's W3C `traceparent` header bytes, copied to the result's headers unchanged, or `nil` when
+    /// the input had none or one over ``PushHeaders/maxTraceparentBytes``; not part of the JSON value.
+    public var traceparentHeader: [UInt8]?
+
+    /// Whether the result carries an `apns-id` header (``apnsIdHeader`` is set).
+    public var hasApnsId: Bool { apnsIdHeader != nil }
+    /// ``traceparentHeader`` as UTF-8 text, or `nil` when absent or not UTF-8 (e.g. for log metadata).
+    public var traceparent: String? { traceparentHeader.flatMap { String(validating: $0, as: UTF8.self) } }
 
     /// Creates a result.
+    /// - Parameters:
+    ///   - apnsIdHeader: the input's `apns-id` header bytes to copy to the result's headers, or `nil`.
+    ///   - traceparentHeader: the input's `traceparent` header bytes to copy, or `nil`.
     public init(
         messageId: String, type: String?, result: BackgroundFetchResult, reason: ResultReason?, detail: String?,
         worker: String?, attempt: Int = 1, source: RecordSource, receivedAtMs: Int64, startedAtMs: Int64?,
-        finishedAtMs: Int64, durationMs: Double, key: [UInt8]? = nil, traceparent: String? = nil, hasApnsId: Bool = false
+        finishedAtMs: Int64, durationMs: Double, key: [UInt8]? = nil, apnsIdHeader: [UInt8]? = nil, traceparentHeader: [UInt8]? = nil
     ) {
         self.messageId = messageId
         self.type = type
@@ -53,8 +64,8 @@ public struct ResultRecord: Sendable, Hashable {
         self.finishedAtMs = finishedAtMs
         self.durationMs = durationMs
         self.key = key
-        self.traceparent = traceparent
-        self.hasApnsId = hasApnsId
+        self.apnsIdHeader = apnsIdHeader
+        self.traceparentHeader = traceparentHeader
     }
 
     /// The JSON value of the result record, UTF-8, keys in contract order:
@@ -120,7 +131,8 @@ public struct ResultRecord: Sendable, Hashable {
     }
 }
 
-/// Appends JSON text to a byte buffer (strings escaped per RFC 8259).
+/// Appends JSON text to a byte buffer (strings escaped per RFC 8259: `"`, `\\` and every control character,
+/// NUL as `\u0000`, so a string keeps all its bytes).
 struct JSONWriter {
     var bytes: [UInt8] = []
 

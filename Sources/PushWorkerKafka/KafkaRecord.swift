@@ -11,7 +11,8 @@ public struct KafkaRecord: Sendable {
     public var key: [UInt8]?
     /// The value bytes, or `nil` for a null-value record (a tombstone).
     public var value: [UInt8]?
-    /// The headers, in record order (a name may repeat).
+    /// The headers, in record order (a name may repeat). Values are exact bytes; names are read up to a NUL
+    /// byte (librdkafka's `rd_kafka_header_get_all` gives them as C strings).
     public var headers: [KafkaHeader]
     /// The record timestamp in milliseconds since the UNIX epoch, or `nil` if the broker gave none.
     public var timestampMs: Int64?
@@ -59,6 +60,9 @@ public struct KafkaRecord: Sendable {
             var value: UnsafeRawPointer?
             var size = 0
             while rd_kafka_header_get_all(hdrs, index, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                // librdkafka gives a header's name as a C string (it has no length): a name is read up to
+                // its first NUL byte, the one place a value from outside is cut. Values come with their size
+                // and are copied exactly, NUL bytes and non-UTF-8 bytes included.
                 let headerName = name.map { String(cString: $0) } ?? ""
                 let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
                 headers.append(KafkaHeader(name: headerName, value: bytes))

@@ -84,8 +84,9 @@ final class ResultPublisher: Sendable {
     /// and the input record's dead letter when there is one (``DeadLetterRecord``).
     func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord? = nil) {
         var headers: [KafkaHeader] = []
-        if result.hasApnsId { headers.append(KafkaHeader(name: "apns-id", string: result.messageId)) }
-        if let traceparent = result.traceparent { headers.append(KafkaHeader(name: "traceparent", string: traceparent)) }
+        // Byte for byte as the input had them (contract section 3), UTF-8 or not.
+        if let apnsId = result.apnsIdHeader { headers.append(KafkaHeader(name: "apns-id", value: apnsId)) }
+        if let traceparent = result.traceparentHeader { headers.append(KafkaHeader(name: "traceparent", value: traceparent)) }
         let source = TopicPartition(topic: result.source.topic, partition: result.source.partition)
         var outgoing = Outgoing(
             record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),

@@ -111,6 +111,16 @@ public final class PushWorkerTestHarness: Sendable {
         return TopicPartitionOffset(report.topicPartition, offset: report.offset)
     }
 
+    /// Produces one record with raw value bytes and headers given as bytes (UTF-8 or not, NUL bytes
+    /// included), e.g. to test how a worker or the service treats a binary `apns-id`.
+    @discardableResult
+    public func produce(bytes: [UInt8]?, key: [UInt8]? = nil, headers: [KafkaHeader], partition: Int32? = nil) async throws -> TopicPartitionOffset {
+        let record = KafkaOutgoingRecord(topic: configuration.inputTopics[0], partition: partition, key: key, value: bytes, headers: headers)
+        let report = try await producer.send(record)
+        if let error = report.error { throw error }
+        return TopicPartitionOffset(report.topicPartition, offset: report.offset)
+    }
+
     /// Waits until at least `count` results are acknowledged by the broker, in acknowledgement order.
     /// - Throws: ``KafkaError/Code/timedOut`` if they do not arrive within `timeout`.
     public func results(count: Int, timeout: Duration = .seconds(30)) async throws -> [ReceivedResult] {
@@ -199,8 +209,10 @@ public struct ReceivedResult: Sendable {
     public var value: [UInt8]
     /// The record key (the input's key).
     public var key: String?
-    /// The record headers.
+    /// The record headers as text (the last of each name; bytes that are not UTF-8 are replaced).
     public var headers: [String: String]
+    /// The record headers as written: names and exact value bytes, in order.
+    public var rawHeaders: [KafkaHeader]
 
     /// Parses an acknowledged result record (as the service's `onResult` receives it).
     public init(record: KafkaOutgoingRecord) {
@@ -210,6 +222,7 @@ public struct ReceivedResult: Sendable {
         var headers: [String: String] = [:]
         for header in record.headers { headers[header.name] = header.value.map { String(decoding: $0, as: UTF8.self) } ?? "" }
         self.headers = headers
+        rawHeaders = record.headers
     }
 
     /// `messageId`.

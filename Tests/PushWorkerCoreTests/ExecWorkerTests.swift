@@ -95,6 +95,53 @@ import Testing
         #expect(env[4] == "on")
     }
 
+    /// Runs a job through a script that records that it ran; returns the report and whether it ran.
+    func runRecordingScript(_ job: Job) async throws -> (ExecutionReport, Bool) {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let script = try dir.script("worker.sh", """
+            touch "$1/ran"
+            echo newData
+            """)
+        let report = await run(ExecWorker(arguments: [script, dir.path]), job: job)
+        return (report, FileManager.default.fileExists(atPath: dir.file("ran")))
+    }
+
+    @Test("a value its environment cannot carry whole is refused, naming the field and the variable", .timeLimit(.minutes(1)), arguments: [
+        ("apns-id", "PUSHWORKER_MESSAGE_ID"), ("type", "PUSHWORKER_TYPE"), ("traceparent", "TRACEPARENT"), ("traceparent not UTF-8", "TRACEPARENT"),
+    ])
+    func nulValuesAreRefused(_ field: String, _ variable: String) async throws {
+        var job = makeJob()
+        switch field {
+        case "apns-id": job.messageId = "ok\u{0}evil"
+        case "type": job.type = "ok\u{0}evil"
+        case "traceparent": job.traceparentHeader = Array("00-abc".utf8) + [0] + Array("-01".utf8)
+        default: job.traceparentHeader = [0xFF, 0xFE, 0xFD]
+        }
+        let (report, ran) = try await runRecordingScript(job)
+        #expect(!ran, "the program never runs")
+        #expect(report.outcome.result == .failed)
+        #expect(report.outcome.reason == .invalidPayload)
+        let detail = try #require(report.outcome.detail)
+        #expect(detail.contains(String(field.prefix { $0 != " " })) && detail.contains(variable), "\(detail)")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func valuesWithoutANulReachTheProgramWhole() async throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let script = try dir.script("worker.sh", """
+            printf '%s' "$PUSHWORKER_MESSAGE_ID" > "$1/id"
+            printf '%s' "$PUSHWORKER_TYPE" > "$1/type"
+            echo newData
+            """)
+        let job = makeJob(type: "ok\n\u{1}evil é", messageId: "id\r\nwith lines")
+        let report = await run(ExecWorker(arguments: [script, dir.path]), job: job)
+        #expect(report.outcome == .newData)
+        #expect(dir.read("id") == "id\r\nwith lines")
+        #expect(dir.read("type") == "ok\n\u{1}evil é")
+    }
+
     @Test func programsDoNotInheritPushworkerVariablesOrWithheldSecrets() {
         let worker = ExecWorker(arguments: ["/bin/true"], environment: ["API_BASE": "https://api.example.com"], withheldVariables: ["HOOK_TOKEN"])
         let env = worker.programEnvironment(for: makeJob(messageId: "apns-9"), inherited: [

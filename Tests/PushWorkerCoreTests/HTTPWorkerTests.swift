@@ -26,9 +26,11 @@ struct HTTPWorkerTests {
         }
     }
 
-    static func run(_ worker: HTTPWorker, budget: Duration = .seconds(5), traceparent: String? = nil) async -> ExecutionReport {
-        let job = Job(messageId: "msg-1", type: "content-update", value: Array(payload.utf8),
+    static func run(_ worker: HTTPWorker, budget: Duration = .seconds(5), traceparent: String? = nil,
+                    messageId: String = "msg-1", traceparentHeader: [UInt8]? = nil) async -> ExecutionReport {
+        var job = Job(messageId: messageId, type: "content-update", value: Array(payload.utf8),
                       source: RecordSource(topic: "pushes", partition: 0, offset: 7), traceparent: traceparent)
+        if let traceparentHeader { job.traceparentHeader = traceparentHeader }
         return await BudgetedExecutor().run(job, on: RegisteredWorker(name: "http", worker: worker, budget: budget))
     }
 
@@ -66,6 +68,33 @@ struct HTTPWorkerTests {
         #expect(request.headers["apns-id"] == "msg-1")
         #expect(request.headers["traceparent"] == traceparent)
         #expect(request.headers["authorization"] == "Bearer s3cret")
+    }
+
+    @Test("an apns-id or traceparent that could inject or cut a header is refused, naming it, and nothing is sent", arguments: [
+        ("msg-1\r\nX-Injected: yes", nil, "apns-id"),
+        ("msg-1\nX-Injected: yes", nil, "apns-id"),
+        ("msg-1\u{0}X-Injected: yes", nil, "apns-id"),
+        ("msg-1\rX", nil, "apns-id"),
+        ("msg-1", Array("00-abc\r\nX-Injected: yes".utf8), "traceparent"),
+        ("msg-1", Array("00-abc".utf8) + [0] + Array("X".utf8), "traceparent"),
+        ("msg-1", [0xFF, 0xFE, 0xFD], "traceparent"),
+    ] as [(String, [UInt8]?, String)])
+    func headerInjectionIsRefused(_ messageId: String, _ traceparent: [UInt8]?, _ header: String) async throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let report = await Self.run(Self.worker(server, "/ok"), messageId: messageId, traceparentHeader: traceparent)
+        #expect(report.outcome.result == .failed)
+        #expect(report.outcome.reason == .invalidPayload)
+        #expect(report.outcome.detail?.contains("the \(header) header") == true, "\(report.outcome.detail ?? "-")")
+        #expect(server.requests.isEmpty, "no request was sent")
+    }
+
+    @Test func aTabInTheMessageIdIsSent() async throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let report = await Self.run(Self.worker(server, "/ok"), messageId: "msg\t1")
+        #expect(report.outcome == .newData)
+        #expect(server.requests.first?.headers["apns-id"] == "msg\t1")
     }
 
     @Test func aSlowServerHitsTheBudget() async throws {

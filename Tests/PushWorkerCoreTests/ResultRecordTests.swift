@@ -15,7 +15,8 @@ import Testing
             messageId: "apns-123", type: type, result: .failed, reason: reason, detail: detail, worker: worker, attempt: 1,
             source: RecordSource(topic: "pushes", partition: 3, offset: 9_000_000_001),
             receivedAtMs: Self.exampleMs, startedAtMs: startedAtMs, finishedAtMs: Self.exampleMs + 1017, durationMs: durationMs,
-            key: Array("device-1".utf8), traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", hasApnsId: true)
+            key: Array("device-1".utf8), apnsIdHeader: Array("apns-123".utf8),
+            traceparentHeader: Array("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".utf8))
     }
 
     func parse(_ record: ResultRecord) throws -> [String: Any] {
@@ -127,6 +128,28 @@ import Testing
         let record = sample(detail: detail)
         #expect(!record.jsonBytes().contains { $0 < 0x20 })
         #expect(try parse(record)["detail"] as? String == detail)
+    }
+
+    @Test func aNulIsWrittenAsAnEscapeAndKeepsTheRestOfTheString() throws {
+        var record = sample(detail: "d\u{0}etail", type: "ok\u{0}evil")
+        record.messageId = "id\u{0}tail"
+        let text = String(decoding: record.jsonBytes(), as: UTF8.self)
+        #expect(text.contains(#""messageId":"id\u0000tail""#))
+        #expect(text.contains(#""type":"ok\u0000evil""#))
+        #expect(text.contains(#""detail":"d\u0000etail""#))
+        #expect(!record.jsonBytes().contains(0))
+        #expect(try parse(record)["type"] as? String == "ok\u{0}evil")
+    }
+
+    @Test func headerBytesAreNotPartOfTheValue() {
+        var record = sample()
+        record.apnsIdHeader = [0xFF, 0xFE]
+        record.traceparentHeader = [0xFF, 0xFE, 0xFD]
+        #expect(record.jsonBytes() == sample().jsonBytes())
+        #expect(record.hasApnsId)
+        #expect(record.traceparent == nil, "not UTF-8: no text form")
+        record.apnsIdHeader = nil
+        #expect(!record.hasApnsId)
     }
 
     @Test func messageIdAndTopicAreEscaped() throws {

@@ -86,6 +86,16 @@ struct ValidationCase: Sendable, CustomTestStringConvertible {
             .init("a second object after the object", json(#"{"aps":{"content-available":1}\#(t)}{}"#), invalid),
             .init("trailing NUL after the object", json(#"{"aps":{"content-available":1}\#(t)}"#) + [0x00], invalid),
             .init("whitespace around the object (accepted)", json(" \t\r\n" + #"{"aps":{"content-available":1}\#(t)}"# + " \n\t\r"), ok),
+            // Row 2 beyond syntax: duplicated envelope keys and nesting deeper than 1000 levels.
+            .init("duplicate type", json(#"{"aps":{"content-available":1},"type":"evil"\#(t)}"#), invalid),
+            .init("duplicate aps", json(#"{"aps":{"content-available":1},"aps":{}\#(t)}"#), invalid),
+            .init("duplicate content-available", json(#"{"aps":{"content-available":1,"content-available":1}\#(t)}"#), invalid),
+            .init("2000 nested arrays in 4048 bytes", json(#"{"aps":{"content-available":1}\#(t),"d":"# + String(repeating: "[", count: 2000)
+                  + String(repeating: "]", count: 2000) + "}"), invalid),
+            .init("999 nested arrays, depth 1000 (accepted)", json(#"{"aps":{"content-available":1}\#(t),"d":"# + String(repeating: "[", count: 999)
+                  + String(repeating: "]", count: 999) + "}"), ok),
+            .init("escaped type key (accepted)", json(#"{"aps":{"content-available":1},"\u0074ype":"content-update"}"#), ok),
+            .init("aps key with a NUL is not aps", json(#"{"aps\u0000":{"content-available":1}\#(t)}"#), notSilent),
             // Row 1: the size limit, before parsing.
             .init("exactly 4096 bytes (accepted)", Payload.silent(ofSize: 4096), ok),
             .init("4097 bytes of invalid JSON", tooLargeAndInvalidJSON, tooLarge),

@@ -11,7 +11,7 @@ import Testing
         ResultRecord(messageId: "msg-7", type: "content-update", result: .failed, reason: reason.map { ResultReason($0) }, detail: detail,
                      worker: worker, attempt: attempt, source: RecordSource(topic: "pushes-a", partition: 2, offset: 41),
                      receivedAtMs: finishedAtMs - 10, startedAtMs: nil, finishedAtMs: finishedAtMs, durationMs: 0,
-                     key: Array("device-9".utf8), hasApnsId: true)
+                     key: Array("device-9".utf8), apnsIdHeader: Array("msg-7".utf8))
     }
 
     static func flat(_ headers: [KafkaHeader]) -> [String] {
@@ -42,6 +42,19 @@ import Testing
             "pushworker-worker=exec:job", "pushworker-message-id=msg-7", "pushworker-source-topic=pushes-a",
             "pushworker-source-partition=2", "pushworker-source-offset=41", "pushworker-failed-at=2026-01-01T00:00:00.123Z",
         ])
+    }
+
+    @Test func headerValuesStayByteExact() {
+        let headers: [(name: String, value: [UInt8]?)] = [
+            ("apns-id", [0xFF, 0xFE]), ("traceparent", [0xFF, 0xFE, 0xFD]), ("with-nul", [0x61, 0x00, 0x62]), ("empty", []),
+        ]
+        let input = InputRecord(source: RecordSource(topic: "pushes-a", partition: 0, offset: 3), key: [0x00, 0xFF],
+                                value: Array(#"{"aps":{"content-available":1},"type":"ok\u0000evil"}"#.utf8), headers: headers, receivedAtMs: 0)
+        let record = DeadLetterRecord.make(for: input, result: Self.result(reason: "invalidPayload", detail: nil, worker: nil), topic: "dead")
+        #expect(record.value == input.value)
+        #expect(record.key == [0x00, 0xFF])
+        #expect(Array(record.headers.prefix(4)).map(\.name) == headers.map(\.name))
+        #expect(Array(record.headers.prefix(4)).map(\.value) == headers.map(\.value))
     }
 
     @Test func aRejectedRecordKeepsItsNullValueAndNullKey() {

@@ -50,4 +50,28 @@ struct HTTPWorkerServiceTests {
         #expect(Set(requests.compactMap { $0.headers["apns-id"] }) == Set((0..<cases.count).map { "http-\($0)" }))
         try await harness.shutdown()
     }
+
+    @Test func anApnsIdThatWouldInjectAHeaderIsRefusedAndNeverSent() async throws {
+        let server = try StubHTTPServer { _ in .init(status: 200) }
+        defer { server.stop() }
+        var registry = WorkerRegistry()
+        registry.register(type: "content-update", worker: HTTPWorker(url: server.baseURL.appendingPathComponent("hooks")), name: "http:content-update")
+        let harness = try await PushWorkerTestHarness.start(registry: registry)
+        let push = #"{"aps":{"content-available":1},"type":"content-update"}"#
+        try await harness.produce(push, headers: ["apns-id": "evil\r\nX-Injected: yes"])
+        try await harness.produce(push, headers: ["apns-id": "plain", "traceparent": "00-x\ny"])
+        try await harness.produce(push, headers: ["apns-id": "fine"])
+        let results = try await harness.results(count: 3)
+        try await harness.shutdown()
+        let injected = try #require(results.first { $0.messageId == "evil\r\nX-Injected: yes" })
+        #expect(injected.result == "failed")
+        #expect(injected.reason == "invalidPayload")
+        #expect(injected.detail?.contains("the apns-id header") == true, "\(injected.detail ?? "-")")
+        let trace = try #require(results.first { $0.messageId == "plain" })
+        #expect(trace.reason == "invalidPayload")
+        #expect(trace.detail?.contains("the traceparent header") == true, "\(trace.detail ?? "-")")
+        #expect(results.first { $0.messageId == "fine" }?.result == "newData")
+        #expect(server.requests.count == 1, "only the clean record was sent")
+        #expect(server.requests.allSatisfy { $0.headers["x-injected"] == nil && $0.headers["apns-id"] == "fine" })
+    }
 }
