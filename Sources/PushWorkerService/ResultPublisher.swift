@@ -454,7 +454,8 @@ extension ResultPublisher {
     /// 1. `withoutHeaders`: the same key and value, without the `apns-id` and `traceparent` headers;
     ///    `detail` says so, with their sizes. Skipped when the record has no headers.
     /// 2. `minimal`: no key, no headers; the value is the same result with `detail` replaced by a note of
-    ///    what was dropped (with sizes), and `messageId`, `type`, `reason` and `worker` each kept only when
+    ///    what was dropped (with sizes: the key, the `apns-id` and `traceparent` headers as names plus
+    ///    values, the detail, and any field below), and `messageId`, `type`, `reason` and `worker` each kept only when
     ///    at most ``minimalFieldLimit`` bytes (a longer `messageId` becomes `<topic>-<partition>-<offset>`,
     ///    the others `null`).
     ///
@@ -480,7 +481,9 @@ extension ResultPublisher {
         var minimal = result
         var dropped: [String] = []
         if let key = result.key { dropped.append("key \(key.count) bytes") }
-        let headerBytes = record.headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.count ?? 0) }
+        // The result's headers (names and values), whether or not an earlier stage dropped them already.
+        let headerBytes = (result.hasApnsId ? "apns-id".utf8.count + result.messageId.utf8.count : 0)
+            + (result.traceparent.map { "traceparent".utf8.count + $0.utf8.count } ?? 0)
         if headerBytes > 0 { dropped.append("headers \(headerBytes) bytes") }
         if let detail = result.detail { dropped.append("detail \(detail.utf8.count) bytes") }
         if minimal.messageId.utf8.count > minimalFieldLimit {
