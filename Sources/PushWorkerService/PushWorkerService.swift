@@ -40,6 +40,9 @@ public final class PushWorkerService: Sendable {
         public var recordsReplaced = 0
         /// Rebalances seen (assignments, revocations and losses).
         public var rebalances = 0
+        /// Assigned partitions paused because their results (or dead letters) cannot be delivered now; each
+        /// is resumed once they go through again.
+        public var heldPartitions: [TopicPartition] = []
         /// Whether the consumer has partitions assigned.
         public var assignedPartitions: [TopicPartition] = []
     }

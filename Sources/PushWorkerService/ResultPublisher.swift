@@ -181,6 +181,12 @@ final class ResultPublisher: Sendable {
     /// Results produced or waiting to be produced, not yet acknowledged.
     var unacknowledged: Int { state.withLock { $0.inFlight.count + $0.lanes.values.reduce(0) { $0 + $1.waiting.count } } }
 
+    /// The input partitions whose lane is failing: a record of theirs was not delivered and no probe has
+    /// been acknowledged since. The consumer pauses them (no point taking more of their records).
+    var failingPartitions: Set<TopicPartition> {
+        state.withLock { state in Set(state.lanes.compactMap { $0.value.failing ? $0.key : nil }) }
+    }
+
     /// How long the oldest result (or dead letter) not yet acknowledged has waited since it was published,
     /// or `nil` when every one is acknowledged. Scans the records in flight: for scrapes and probes, not
     /// for hot paths.

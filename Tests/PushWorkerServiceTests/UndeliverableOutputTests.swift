@@ -267,27 +267,35 @@ struct UndeliverableOutputTests {
     }
 
     /// A dead-letter topic without a leader (a retriable error) holds back the input partition of the
-    /// failing record only: results behind it wait, in order, while another partition's flow and commit.
+    /// failing record only: results behind it wait, in order, and the partition is paused, while another
+    /// partition's results flow and commit; once the topic has a leader, everything follows in order.
     @Test func aFailingDeadLetterHoldsBackOnlyItsPartitionThenEverythingFollowsInOrder() async throws {
         let dlt = DeadLetterTests.uniqueTopic()
-        let harness = try await PushWorkerTestHarness.start(registry: Self.registry(), partitions: 2) {
+        let gate = Gate()
+        let harness = try await PushWorkerTestHarness.start(registry: Self.registry(gate: gate), partitions: 2) {
             $0.deadLetter = DeadLetterConfiguration(topic: dlt)
             $0.consumer["auto.commit.interval.ms"] = "200"
             // librdkafka gives up on a record after 1 s; pushworker keeps it and produces it again.
             $0.producer["message.timeout.ms"] = "1000"
         }
         try harness.cluster.setTopicError(dlt, error: 5)  // LEADER_NOT_AVAILABLE
+        let p0 = TopicPartition(topic: harness.configuration.inputTopics[0], partition: 0)
         try await harness.produce(Self.silent("throws"), key: "same", partition: 0)  // p0 @0: its dead letter cannot go
-        try await Self.until("the dead letter's first failure") { harness.service.currentStatistics.resultDeliveryRetries > 0 }
-        for _ in 0..<3 {
-            try await harness.produce(Self.silent("ok"), key: "same", partition: 0)   // p0 @1...3
-            try await harness.produce(Self.silent("ok"), key: "other", partition: 1)  // p1 @0...2
+        try await harness.produce(Self.silent("gated"), key: "same", partition: 0)   // p0 @1, @2: taken, finish later
+        try await harness.produce(Self.silent("gated"), key: "same", partition: 0)
+        try await Self.until("partition 0 held after its dead letter's first failure") {
+            let statistics = harness.service.currentStatistics
+            return statistics.resultDeliveryRetries > 0 && statistics.heldPartitions == [p0] && statistics.recordsConsumed == 3
         }
+        await gate.open()  // the results of @1 and @2 are published while partition 0 cannot deliver
+        try await harness.produce(Self.silent("ok"), key: "same", partition: 0)       // p0 @3: not taken while held
+        for _ in 0..<3 { try await harness.produce(Self.silent("ok"), key: "other", partition: 1) }  // p1 @0...2
         try await Self.until("partition 1's results") { Self.results(harness, partition: 1).count == 3 }
         let flowing = try await DeadLetterTests.committed(harness, reach: [1: 3])
         #expect(flowing[1] == 3, "partition 1 commits meanwhile")
         let held = Self.results(harness, partition: 0).compactMap(\.offset)
         #expect(held == [0], "partition 0's later results wait behind the failing dead letter: \(held)")
+        #expect(harness.service.currentStatistics.recordsConsumed == 6, "partition 0 is paused: its offset 3 is not taken yet")
         #expect((try await harness.committedOffsets())[0] ?? -1 <= 0, "partition 0's offset 0 is not committed")
 
         try harness.cluster.setTopicError(dlt, error: 0)
@@ -295,6 +303,7 @@ struct UndeliverableOutputTests {
         #expect(Self.results(harness, partition: 0).compactMap(\.offset) == [0, 1, 2, 3], "acknowledged in offset order")
         let after = try await DeadLetterTests.committed(harness, reach: [0: 4, 1: 3])
         #expect(after == [0: 4, 1: 3])
+        #expect(harness.service.currentStatistics.heldPartitions.isEmpty, "resumed")
         let letters = try await harness.readTopic(dlt, count: 2, timeout: .seconds(3))
         #expect(letters.count == 1, "one probe at a time: one copy")
         #expect(letters.allSatisfy { DeadLetterTests.headers($0)["pushworker-source-offset"] == "0" })
