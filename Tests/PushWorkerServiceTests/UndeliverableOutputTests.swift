@@ -365,3 +365,20 @@ struct UndeliverableOutputTests {
         try await harness.shutdown()
     }
 }
+
+/// `health.stuckResultsAfterMs`: the threshold of the `/readyz` results check.
+@Suite struct HealthConfigurationTests {
+    @Test func theThresholdIsReadFromTheFileWithADefaultOf60Seconds() throws {
+        #expect(try ConfigurationTests.load("{}").health.stuckResultsAfter == .seconds(60))
+        #expect(try ConfigurationTests.load("{health: {stuckResultsAfterMs: 1500}}").health.stuckResultsAfter == .milliseconds(1500))
+        #expect(try ConfigurationTests.load("{health: {}}").health == HealthConfiguration())
+        let zero = ConfigurationTests.error("{health: {stuckResultsAfterMs: 0}}")
+        #expect(zero?.key == "health.stuckResultsAfterMs", "\(String(describing: zero))")
+        let typo = ConfigurationTests.error("{health: {stuckResultsAfter: 5}}")
+        #expect(typo?.code == .unknownKey, "\(String(describing: typo))")
+        #expect(typo?.key == "health.stuckResultsAfter")
+        // check-config prints the effective value.
+        let printed = try ConfigurationTests.load("{health: {stuckResultsAfterMs: 2500}}").effectiveDescription(registry: nil)
+        #expect(printed.contains(#""stuckResultsAfterMs" : 2500"#) || printed.contains(#""stuckResultsAfterMs": 2500"#), "\(printed)")
+    }
+}
