@@ -43,6 +43,8 @@ final class ResultPublisher: Sendable {
         var stage = 0
         /// The result (for results only), to build a replacement from.
         var result: ResultRecord?
+        /// Whether it was sent alone to test its failing lane (its acknowledgement lets the lane go on).
+        var isProbe = false
     }
 
     /// An input record's position, for records waiting on more than one acknowledgement.
@@ -82,7 +84,6 @@ final class ResultPublisher: Sendable {
 
     private struct State {
         var nextToken: UInt64 = 1
-        var nextSequence: UInt64 = 1
         var inFlight: [UInt64: Outgoing] = Dictionary(minimumCapacity: 65_536)
         var lanes: [TopicPartition: Lane] = [:]
         /// Acknowledgements still awaited for input records that have a result and a dead letter.
@@ -97,6 +98,8 @@ final class ResultPublisher: Sendable {
     static let maximumBackoff: Duration = .seconds(2)
 
     private let state = Mutex(State())
+    /// The next ``Outgoing/sequence`` (publish order over all lanes).
+    private let nextSequence = Atomic<UInt64>(1)
     private let producer: ProducerBox
     private let resultsTopic: String
     private let tracker: OffsetTracker
@@ -150,10 +153,8 @@ final class ResultPublisher: Sendable {
         if let traceparent = result.traceparent { headers.append(KafkaHeader(name: "traceparent", string: traceparent)) }
         let source = TopicPartition(topic: result.source.topic, partition: result.source.partition)
         let now = Clock.monotonicNs()
-        let sequence = state.withLock { state -> UInt64 in
-            defer { state.nextSequence += 2 }
-            return state.nextSequence
-        }
+        // Two numbers: the dead letter (when there is one) goes before its result.
+        let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
         var outgoing = Outgoing(
             record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),
             source: source, offset: result.source.offset, labels: ResultKey(result), sequence: sequence + 1, publishedAtNs: now,
@@ -266,7 +267,8 @@ final class ResultPublisher: Sendable {
                 let count = lane.failing ? 1 : lane.waiting.count
                 var batch: [(UInt64, Outgoing)] = []
                 batch.reserveCapacity(count)
-                for outgoing in lane.waiting.prefix(count) {
+                for var outgoing in lane.waiting.prefix(count) {
+                    outgoing.isProbe = lane.failing
                     let token = state.nextToken
                     state.nextToken += 1
                     state.inFlight[token] = outgoing
@@ -386,7 +388,7 @@ final class ResultPublisher: Sendable {
                     failed.append((report.token, outgoing, error))
                     continue
                 }
-                if state.lanes[outgoing.source]?.probe == report.token {
+                if outgoing.isProbe, state.lanes[outgoing.source]?.probe == report.token {
                     // The lane delivers again: the rest of it follows in order.
                     state.lanes[outgoing.source]?.probe = nil
                     state.lanes[outgoing.source]?.failing = false
