@@ -80,6 +80,32 @@ final class ResultPublisher: Sendable {
                 waiting.append(outgoing)
             }
         }
+
+        /// Inserts records by sequence, in one merge: O(waiting + records).
+        mutating func insert(contentsOf records: [Outgoing]) {
+            guard records.count > 1 else {
+                if let record = records.first { insert(record) }
+                return
+            }
+            let sorted = records.sorted { $0.sequence < $1.sequence }
+            guard let last = waiting.last, let first = sorted.first, last.sequence > first.sequence else {
+                waiting.append(contentsOf: sorted)
+                return
+            }
+            var merged: [Outgoing] = []
+            merged.reserveCapacity(waiting.count + sorted.count)
+            var i = 0, j = 0
+            while i < waiting.count && j < sorted.count {
+                if waiting[i].sequence <= sorted[j].sequence {
+                    merged.append(waiting[i]); i += 1
+                } else {
+                    merged.append(sorted[j]); j += 1
+                }
+            }
+            merged.append(contentsOf: waiting[i...])
+            merged.append(contentsOf: sorted[j...])
+            waiting = merged
+        }
     }
 
     private struct State {
@@ -245,7 +271,7 @@ final class ResultPublisher: Sendable {
             try producer.produce(outgoing.record, token: token)
         } catch {
             _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
-            if failed(outgoing, token: token, error: error) { drain(outgoing.source) }
+            if !failed([(token, outgoing, error)]).isEmpty { drain(outgoing.source) }
         }
     }
 
@@ -294,12 +320,11 @@ final class ResultPublisher: Sendable {
             let (token, refused) = batch[index]
             state.withLock { state in
                 state.inFlight[token] = nil
-                for (later, outgoing) in batch[(index + 1)...] {
-                    state.inFlight[later] = nil
-                    state.lanes[tp, default: Lane()].insert(outgoing)
-                }
+                let rest = batch[(index + 1)...]
+                for (later, _) in rest { state.inFlight[later] = nil }
+                state.lanes[tp, default: Lane()].insert(contentsOf: rest.map(\.1))
             }
-            if !failed(refused, token: token, error: error) {
+            if failed([(token, refused, error)]).isEmpty {
                 state.withLock { $0.lanes[tp]?.draining = false }
                 return
             }
@@ -307,66 +332,81 @@ final class ResultPublisher: Sendable {
         }
     }
 
-    /// Deals with a record librdkafka did not take or did not deliver: replaces it when it can never be
-    /// produced as it is, else keeps it in its lane and backs the lane off. Returns whether the lane can be
-    /// produced again at once (a replacement waits there).
-    private func failed(_ outgoing: Outgoing, token: UInt64, error: KafkaError) -> Bool {
-        let failure = error.produceFailure
-        let topic = outgoing.record.topic
-        if error.code == .queueFull {
-            // librdkafka's queue is full: not a failure of the lane, retried at the next round.
-            state.withLock { state in
-                if state.lanes[outgoing.source]?.probe == token { state.lanes[outgoing.source]?.probe = nil }
-                state.lanes[outgoing.source, default: Lane()].insert(outgoing)
+    /// A record librdkafka did not take (`produce` threw) or did not deliver (its delivery report), with
+    /// the token it was sent with.
+    private typealias Failure = (token: UInt64, outgoing: Outgoing, error: KafkaError)
+
+    /// Deals with records librdkafka did not take or did not deliver: replaces each that can never be
+    /// produced as it is, keeps the others at their place in their lane and backs those lanes off (a full
+    /// queue only waits for the next round). One lock for the whole batch, each lane merged once, so a
+    /// burst of failures (a broker outage failing every record in flight) costs O(records) and not more.
+    /// Returns the lanes that can be produced again at once (a replacement waits there).
+    private func failed(_ failures: [Failure]) -> Set<TopicPartition> {
+        var back: [TopicPartition: [Outgoing]] = [:]
+        var backOff: Set<TopicPartition> = []
+        var replaced: Set<TopicPartition> = []
+        var counts: [String: (topic: String, failure: ProduceFailure, count: Int)] = [:]
+        for (_, outgoing, error) in failures {
+            let failure = error.produceFailure
+            let topic = outgoing.record.topic
+            if error.code == .queueFull {
+                // librdkafka's queue is full: not a failure of the lane, retried at the next round.
+                back[outgoing.source, default: []].append(outgoing)
+                continue
             }
-            return false
-        }
-        metrics.produceError(topic: topic, failure: failure)
-        if failure == .recordRejected,
-           let (record, stage, stageName) = Self.replacement(of: outgoing.record, result: outgoing.result, isDeadLetter: outgoing.isDeadLetter, stage: outgoing.stage, error: error) {
-            var replacement = outgoing
-            replacement.record = record
-            replacement.stage = stage
-            let kind = outgoing.isDeadLetter ? "deadLetter" : "result"
-            metrics.replaced(kind: kind, stage: stageName)
-            onReplaced()
-            log(.error, "\(kind)-replaced", outgoing.isDeadLetter
-                    ? "a dead letter can never be produced as it is; a smaller stub replaces it (README \"Delivery guarantees\")"
-                    : "a result can never be produced as it is; a smaller one replaces it (README \"Delivery guarantees\")",
-                error: error, topic: topic, outgoing: outgoing, extra: ["replacement": stageName])
-            state.withLock { state in
-                if state.lanes[outgoing.source]?.probe == token { state.lanes[outgoing.source]?.probe = nil }
-                state.lanes[outgoing.source, default: Lane()].insert(replacement)
+            counts["\(failure.rawValue)|\(topic)", default: (topic, failure, 0)].count += 1
+            if failure == .recordRejected,
+               let (record, stage, stageName) = Self.replacement(of: outgoing.record, result: outgoing.result, isDeadLetter: outgoing.isDeadLetter, stage: outgoing.stage, error: error) {
+                var replacement = outgoing
+                replacement.record = record
+                replacement.stage = stage
+                let kind = outgoing.isDeadLetter ? "deadLetter" : "result"
+                metrics.replaced(kind: kind, stage: stageName)
+                onReplaced()
+                log(.error, "\(kind)-replaced", outgoing.isDeadLetter
+                        ? "a dead letter can never be produced as it is; a smaller stub replaces it (README \"Delivery guarantees\")"
+                        : "a result can never be produced as it is; a smaller one replaces it (README \"Delivery guarantees\")",
+                    error: error, topic: topic, outgoing: outgoing, extra: ["replacement": stageName])
+                back[outgoing.source, default: []].append(replacement)
+                replaced.insert(outgoing.source)
+                continue
             }
-            return true
+            back[outgoing.source, default: []].append(outgoing)
+            backOff.insert(outgoing.source)
+            let what = outgoing.isDeadLetter ? "a dead letter" : "a result"
+            switch failure {
+            case .transient:
+                log(.warning, "transient-\(topic)", "cannot deliver \(what) yet; kept and produced again after a backoff",
+                    error: error, topic: topic, outgoing: outgoing)
+            case .topicRefused:
+                log(.error, "refused-\(topic)", "the topic refuses \(what); kept, and its input partition waits, until the topic accepts writes (check its ACLs and that it exists; README \"Delivery guarantees\")",
+                    error: error, topic: topic, outgoing: outgoing)
+            case .fatal:
+                log(.error, "fatal-\(topic)", "the producer can no longer produce; \(what) is kept; restart pushworker",
+                    error: error, topic: topic, outgoing: outgoing)
+            case .recordRejected:
+                log(.error, "rejected-\(topic)", "even the smallest replacement of \(what) is refused; kept, and its input partition waits (raise message.max.bytes)",
+                    error: error, topic: topic, outgoing: outgoing)
+            }
         }
+        for (topic, failure, count) in counts.values { metrics.produceError(topic: topic, failure: failure, count: count) }
+        let tokens = Set(failures.map(\.token))
         let now = Clock.monotonicNs()
         state.withLock { state in
-            var lane = state.lanes[outgoing.source] ?? Lane()
-            if lane.probe == token { lane.probe = nil }
-            lane.insert(outgoing)
-            lane.failing = true
-            lane.failures += 1
-            let backoffNs = min(Self.maximumBackoff.nanoseconds, Self.firstBackoff.nanoseconds << min(lane.failures - 1, 20))
-            lane.retryAtNs = now + backoffNs
-            state.lanes[outgoing.source] = lane
+            for (tp, outgoing) in back {
+                var lane = state.lanes[tp] ?? Lane()
+                if let probe = lane.probe, tokens.contains(probe) { lane.probe = nil }
+                lane.insert(contentsOf: outgoing)
+                if backOff.contains(tp) {
+                    lane.failing = true
+                    lane.failures += 1
+                    let backoffNs = min(Self.maximumBackoff.nanoseconds, Self.firstBackoff.nanoseconds << min(lane.failures - 1, 20))
+                    lane.retryAtNs = now + backoffNs
+                }
+                state.lanes[tp] = lane
+            }
         }
-        let what = outgoing.isDeadLetter ? "a dead letter" : "a result"
-        switch failure {
-        case .transient:
-            log(.warning, "transient-\(topic)", "cannot deliver \(what) yet; kept and produced again after a backoff",
-                error: error, topic: topic, outgoing: outgoing)
-        case .topicRefused:
-            log(.error, "refused-\(topic)", "the topic refuses \(what); kept, and its input partition waits, until the topic accepts writes (check its ACLs and that it exists; README \"Delivery guarantees\")",
-                error: error, topic: topic, outgoing: outgoing)
-        case .fatal:
-            log(.error, "fatal-\(topic)", "the producer can no longer produce; \(what) is kept; restart pushworker",
-                error: error, topic: topic, outgoing: outgoing)
-        case .recordRejected:
-            log(.error, "rejected-\(topic)", "even the smallest replacement of \(what) is refused; kept, and its input partition waits (raise message.max.bytes)",
-                error: error, topic: topic, outgoing: outgoing)
-        }
-        return false
+        return replaced.subtracting(backOff)
     }
 
     private func delivered(
@@ -379,7 +419,7 @@ final class ResultPublisher: Sendable {
         var labels: [ResultKey] = []
         labels.reserveCapacity(reports.count)
         var deadLetterLabels: [ResultKey] = []
-        var failed: [(UInt64, Outgoing, KafkaError)] = []
+        var failed: [Failure] = []
         var records: [KafkaOutgoingRecord] = []
         state.withLock { state in
             for report in reports {
@@ -420,7 +460,7 @@ final class ResultPublisher: Sendable {
         if !failed.isEmpty {
             onRetried(failed.count)
             metrics.deliveryRetries.increment(by: Double(failed.count))
-            for (token, outgoing, error) in failed { _ = self.failed(outgoing, token: token, error: error) }
+            _ = self.failed(failed)
         }
         retryBacklog()
     }

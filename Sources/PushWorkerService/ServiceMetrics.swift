@@ -209,8 +209,8 @@ final class ServiceMetrics: Sendable {
     }
 
     /// Counts a record librdkafka did not take or did not deliver (`topic` is an output topic: bounded).
-    func produceError(topic: String, failure: ProduceFailure) {
-        produceErrors.increment(labels: [topic, failure.rawValue])
+    func produceError(topic: String, failure: ProduceFailure, count: Int = 1) {
+        produceErrors.increment(by: Double(count), labels: [topic, failure.rawValue])
     }
 
     /// Counts a record replaced by a smaller one (`kind` `result` or `deadLetter`, `stage` the replacement's name).
