@@ -24,7 +24,7 @@ import Synchronization
 /// lane published after the report, but records of its lane already handed to librdkafka before the
 /// report may be written before it.
 final class ResultPublisher: Sendable {
-    private struct Outgoing: Sendable {
+    struct Outgoing: Sendable {
         var record: KafkaOutgoingRecord
         var source: TopicPartition
         var offset: Int64
@@ -54,7 +54,7 @@ final class ResultPublisher: Sendable {
     }
 
     /// The records of one input partition waiting to be produced.
-    private struct Lane {
+    struct Lane {
         /// Waiting records, in ``Outgoing/sequence`` order.
         var waiting: [Outgoing] = []
         /// The token of the record sent alone to test the lane after a failure, until its report.

@@ -382,3 +382,31 @@ struct UndeliverableOutputTests {
         #expect(printed.contains(#""stuckResultsAfterMs" : 2500"#) || printed.contains(#""stuckResultsAfterMs": 2500"#), "\(printed)")
     }
 }
+
+/// A lane keeps its records in publish order whatever order they come back in.
+@Suite struct LaneOrderTests {
+    static func outgoing(_ sequence: UInt64) -> ResultPublisher.Outgoing {
+        ResultPublisher.Outgoing(
+            record: KafkaOutgoingRecord(topic: "results", value: nil), source: TopicPartition(topic: "pushes", partition: 0),
+            offset: Int64(sequence), labels: ResultKey(ReplacementTests.result()), sequence: sequence, publishedAtNs: 0)
+    }
+
+    @Test func recordsComingBackGoBeforeLaterOnes() {
+        var lane = ResultPublisher.Lane()
+        lane.insert(contentsOf: [10, 12, 14].map(Self.outgoing))
+        lane.insert(Self.outgoing(16))
+        lane.insert(Self.outgoing(11))  // one failed record back
+        #expect(lane.waiting.map(\.sequence) == [10, 11, 12, 14, 16])
+        // A burst of failures in any order, merged once.
+        lane.insert(contentsOf: [15, 3, 13, 20, 1].map(Self.outgoing))
+        #expect(lane.waiting.map(\.sequence) == [1, 3, 10, 11, 12, 13, 14, 15, 16, 20])
+        lane.insert(contentsOf: [])
+        lane.insert(contentsOf: [2].map(Self.outgoing))
+        #expect(lane.waiting.map(\.sequence) == [1, 2, 3, 10, 11, 12, 13, 14, 15, 16, 20])
+        var empty = ResultPublisher.Lane()
+        empty.insert(contentsOf: [5, 4].map(Self.outgoing))
+        #expect(empty.waiting.map(\.sequence) == [4, 5])
+        #expect(!empty.isIdle, "waiting records: new ones queue behind them")
+        #expect(ResultPublisher.Lane().isIdle)
+    }
+}
