@@ -24,6 +24,7 @@ import Synchronization
 /// lane published after the report, but records of its lane already handed to librdkafka before the
 /// report may be written before it.
 final class ResultPublisher: Sendable {
+    /// A result or dead letter on its way: the record, and what retrying, replacing and acknowledging it need.
     struct Outgoing: Sendable {
         var record: KafkaOutgoingRecord
         var source: TopicPartition
