@@ -83,6 +83,15 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
         }
     }
 
+    /// Forgets the request errors still pushed for Kafka API key `apiKey`
+    /// (`rd_kafka_mock_clear_request_errors`): its next requests succeed again.
+    public func clearRequestErrors(apiKey: Int16) {
+        cluster.withLock { mc in
+            guard let mc else { return }
+            rd_kafka_mock_clear_request_errors(mc.raw, apiKey)
+        }
+    }
+
     /// Stops the brokers (`rd_kafka_mock_cluster_destroy`). Clients still connected see transport errors.
     /// Calling it twice does nothing.
     public func shutdown() {

@@ -40,12 +40,18 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
     public var message: String
     /// librdkafka's error code (`rd_kafka_resp_err_t` raw value), 0 if the error did not come from librdkafka.
     public var rdKafkaError: Int32
+    /// Whether librdkafka marked the error retriable (`rd_kafka_error_is_retriable` of the
+    /// `rd_kafka_error_t` that `rd_kafka_produceva` returned), or `nil` when it came as a bare
+    /// `rd_kafka_resp_err_t` (delivery reports, other calls) or not from librdkafka.
+    public var isRetriable: Bool?
 
     /// Creates an error.
-    public init(_ code: Code, _ message: String, rdKafkaError: Int32 = 0) {
+    /// - Parameter isRetriable: librdkafka's `rd_kafka_error_is_retriable`, when the error came with one.
+    public init(_ code: Code, _ message: String, rdKafkaError: Int32 = 0, isRetriable: Bool? = nil) {
         self.code = code
         self.message = message
         self.rdKafkaError = rdKafkaError
+        self.isRetriable = isRetriable
     }
 
     init(_ code: Code, _ context: String, _ err: rd_kafka_resp_err_t) {

@@ -80,7 +80,8 @@ public final class KafkaProducer: Sendable {
     ///
     /// - Parameter token: the caller's identifier for this record, at most ``maximumToken``.
     /// - Throws: ``KafkaError/Code/queueFull`` when librdkafka's queue is full (retry after deliveries),
-    ///   ``KafkaError/Code/closed`` after ``close(timeoutMs:)``, or another ``KafkaError``.
+    ///   ``KafkaError/Code/closed`` after ``close(timeoutMs:)``, or another ``KafkaError`` (its
+    ///   ``KafkaError/produceFailure`` says whether the record can ever be produced as it is).
     public func produce(_ record: KafkaOutgoingRecord, token: UInt64) throws(KafkaError) {
         try enqueue(record, opaque: UnsafeMutableRawPointer(bitPattern: UInt(token & Self.maximumToken)))
     }
@@ -225,11 +226,13 @@ public final class KafkaProducer: Sendable {
         if let error {
             let code = rd_kafka_error_code(error)
             let text = String(cString: rd_kafka_error_string(error))
+            let retriable = rd_kafka_error_is_retriable(error) != 0
             rd_kafka_error_destroy(error)
             if code == RD_KAFKA_RESP_ERR__QUEUE_FULL {
-                throw KafkaError(.queueFull, "producer queue full (queue.buffering.max.messages)", rdKafkaError: code.rawValue)
+                throw KafkaError(.queueFull, "producer queue full (queue.buffering.max.messages)", rdKafkaError: code.rawValue, isRetriable: true)
             }
-            throw KafkaError(.deliveryFailed, "produce to \(record.topic) failed: \(text)", rdKafkaError: code.rawValue)
+            let name = String(cString: rd_kafka_err2name(code))
+            throw KafkaError(.deliveryFailed, "produce to \(record.topic) failed: \(text) (\(name))", rdKafkaError: code.rawValue, isRetriable: retriable)
         }
     }
 

@@ -111,6 +111,10 @@ extension ServiceConfiguration {
             if let value = try http.int("port", min: 0, max: 65_535) { httpServer.port = value }
             try http.finish()
         }
+        if var section = try reader.object("health") {
+            if let value = try section.int("stuckResultsAfterMs", min: 1) { health.stuckResultsAfter = .milliseconds(value) }
+            try section.finish()
+        }
         if var dev = try reader.object("dev") {
             if let value = try dev.int("partitions", min: 1) { devPartitions = value }
             try dev.finish()

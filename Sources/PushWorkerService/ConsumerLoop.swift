@@ -10,6 +10,9 @@ final class ConsumerLoop: Sendable {
         /// Whether backpressure has paused the assignment.
         var paused = false
         var assigned: Set<TopicPartition> = []
+        /// Assigned partitions paused because their results cannot be delivered now
+        /// (``ResultPublisher/failingPartitions``); resumed once they can.
+        var held: Set<TopicPartition> = []
         /// Whether the service is closing the consumer: the shutdown has already waited for jobs and
         /// results, so the revocation that `close` brings does not wait again.
         var closing = false
@@ -90,27 +93,45 @@ final class ConsumerLoop: Sendable {
         stopTaking()
     }
 
-    /// Pauses the assignment while too many records are unfinished; resumes below half the bound.
+    /// Pauses the assignment while too many records are unfinished; resumes below half the bound. Pauses
+    /// each partition whose results cannot be delivered now (its lane in the publisher is failing), so that
+    /// it does not fill the buffer and pause the others; resumes it once its results go through.
     private func applyBackpressure() {
         let buffered = tracker.outstanding
-        let change = state.withLock { state -> (pause: Bool, partitions: [TopicPartition])? in
+        let failing = publisher.failingPartitions
+        let change = state.withLock { state -> (pause: [TopicPartition], resume: [TopicPartition], held: [TopicPartition], released: [TopicPartition]) in
+            let held = failing.intersection(state.assigned)
+            let newlyHeld = held.subtracting(state.held)
+            let released = state.held.subtracting(held)
+            state.held = held
             if !state.paused && buffered >= maxBuffered {
                 state.paused = true
-                return (true, Array(state.assigned))
+                return (Array(state.assigned), [], Array(newlyHeld), Array(released))
             }
             if state.paused && buffered < maxBuffered / 2 {
                 state.paused = false
-                return (false, Array(state.assigned))
+                return (Array(held), Array(state.assigned.subtracting(held)), Array(newlyHeld), Array(released))
             }
-            return nil
+            if state.paused { return ([], [], Array(newlyHeld), Array(released)) }
+            return (Array(newlyHeld), Array(released), Array(newlyHeld), Array(released))
         }
-        guard let change else { return }
-        if change.pause {
-            logger.debug("pausing partitions: too many unfinished records", metadata: ["unfinished": String(buffered)])
-            consumer.pause(change.partitions)
-        } else {
-            logger.debug("resuming partitions", metadata: ["unfinished": String(buffered)])
-            consumer.resume(change.partitions)
+        if !change.held.isEmpty {
+            logger.warning("pausing partitions: their results cannot be delivered now", metadata: ["partitions": change.held.map(\.description).sorted().joined(separator: ",")])
+        }
+        if !change.released.isEmpty {
+            logger.info("results deliverable again", metadata: ["partitions": change.released.map(\.description).sorted().joined(separator: ",")])
+        }
+        if !change.pause.isEmpty {
+            logger.debug("pausing partitions", metadata: ["unfinished": String(buffered), "count": String(change.pause.count)])
+            consumer.pause(change.pause)
+        }
+        if !change.resume.isEmpty {
+            logger.debug("resuming partitions", metadata: ["unfinished": String(buffered), "count": String(change.resume.count)])
+            consumer.resume(change.resume)
+        }
+        if !change.held.isEmpty || !change.released.isEmpty {
+            let held = state.withLock { $0.held }
+            statistics { $0.heldPartitions = held.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) } }
         }
     }
 
@@ -154,6 +175,8 @@ final class ConsumerLoop: Sendable {
         case .assigned(let partitions):
             let paused = state.withLock { state -> Bool in
                 state.assigned.formUnion(partitions)
+                // Held again at the next round if its results still cannot be delivered.
+                state.held.subtract(partitions)
                 return state.paused
             }
             // librdkafka 2.0.2 keeps a partition's pause across revoke and re-assign: set it explicitly.
@@ -198,6 +221,9 @@ final class ConsumerLoop: Sendable {
 
     private func forget(_ partitions: [TopicPartition]) {
         tracker.forget(partitions)
-        state.withLock { state in partitions.forEach { state.assigned.remove($0) } }
+        state.withLock { state in
+            partitions.forEach { state.assigned.remove($0) }
+            state.held.subtract(partitions)
+        }
     }
 }

@@ -35,8 +35,14 @@ public final class PushWorkerService: Sendable {
         public var resultsDelivered = 0
         /// Results produced again because librdkafka reported them undelivered (never dropped).
         public var resultDeliveryRetries = 0
+        /// Results and dead letters that could never be produced as they were and were replaced by a smaller
+        /// record (README "Delivery guarantees").
+        public var recordsReplaced = 0
         /// Rebalances seen (assignments, revocations and losses).
         public var rebalances = 0
+        /// Assigned partitions paused because their results (or dead letters) cannot be delivered now; each
+        /// is resumed once they go through again.
+        public var heldPartitions: [TopicPartition] = []
         /// Whether the consumer has partitions assigned.
         public var assignedPartitions: [TopicPartition] = []
     }
@@ -98,7 +104,8 @@ public final class PushWorkerService: Sendable {
         let consumerProperties = configuration.consumerProperties
         let metrics = try ServiceMetrics(
             registeredTypes: registry.types,
-            startsAtEarliest: ["earliest", "smallest", "beginning"].contains(consumerProperties["auto.offset.reset"]))
+            startsAtEarliest: ["earliest", "smallest", "beginning"].contains(consumerProperties["auto.offset.reset"]),
+            outputTopics: configuration.outputTopics)
         let health = HealthRelay()
         if configuration.httpServer.enabled {
             let server = try startHTTPServer(metrics: metrics, health: health)
@@ -186,6 +193,9 @@ public final class PushWorkerService: Sendable {
             },
             onRetried: { [self] count in
                 self.statistics.withLock { $0.resultDeliveryRetries += count }
+            },
+            onReplaced: { [self] in
+                self.statistics.withLock { $0.recordsReplaced += 1 }
             })
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
@@ -210,9 +220,11 @@ public final class PushWorkerService: Sendable {
             metrics.jobsInFlight.set(Double(dispatcher.runningCount))
             metrics.recordsBuffered.set(Double(tracker.outstanding))
             metrics.resultsWaiting.set(Double(publisher.unacknowledged))
+            metrics.oldestUnacknowledgedAge.set(publisher.oldestUnacknowledgedAge.map { Double($0.wholeMilliseconds) / 1000 } ?? 0)
         }
         health.current = ServiceHealth(
             loop: loop, publisher: publisher, executor: executor, metrics: metrics, stallThreshold: stallThreshold,
+            stuckResultsAfter: configuration.health.stuckResultsAfter,
             statisticsIntervalMs: Int(consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
             stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         consumerBox.withLock { $0 = consumer }

@@ -6,21 +6,46 @@ import Synchronization
 /// broker acknowledges them, marks their input record done so its offset can be stored (contract sections
 /// 3 and 4). A record with a dead letter is done once both its result and its dead letter are acknowledged.
 ///
-/// A record that cannot be enqueued (full local queue) or delivered (after librdkafka's own retries) is
-/// kept in a backlog and produced again, never dropped.
+/// Records are kept per input partition (a *lane*): a record of input partition P goes straight to
+/// librdkafka unless P already has records waiting, so a partition that cannot deliver holds back only
+/// itself. What happens on a failure depends on its ``ProduceFailure`` class:
+/// - ``ProduceFailure/transient``, ``ProduceFailure/topicRefused``, ``ProduceFailure/fatal``: the record
+///   is kept (never dropped) at its place in its lane, ahead of every record of the lane not yet sent.
+///   After a backoff (100 ms doubling to 2 s) the lane sends its oldest record alone (a probe); once the
+///   broker acknowledges it, the rest follow in order. `_QUEUE_FULL` only waits for the next round.
+/// - ``ProduceFailure/recordRejected`` (the record can never be produced, e.g. larger than
+///   `message.max.bytes`): it is replaced at once, at the same place, by a smaller record
+///   (``replacement(of:result:isDeadLetter:stage:error:)``); when even the smallest is rejected it is
+///   kept as above.
+///
+/// Ordering: within a lane records are produced in the order they were published; a record of a key
+/// goes to one results partition, where librdkafka (idempotent) keeps their order across its own
+/// retries. A record that librdkafka reports undelivered is produced again before every record of its
+/// lane published after the report, but records of its lane already handed to librdkafka before the
+/// report may be written before it.
 final class ResultPublisher: Sendable {
-    private struct Outgoing: Sendable {
+    /// A result or dead letter on its way: the record, and what retrying, replacing and acknowledging it need.
+    struct Outgoing: Sendable {
         var record: KafkaOutgoingRecord
         var source: TopicPartition
         var offset: Int64
-        var failures: Int
         /// The result's labels in `pushworker_results_total` (or `pushworker_dead_letters_total`), counted
         /// once acknowledged.
         var labels: ResultKey
+        /// Publish order (over all lanes): a lane keeps its records in this order.
+        var sequence: UInt64
+        /// When it was published (``Clock/monotonicNs()``), for the age of the oldest unacknowledged one.
+        var publishedAtNs: Int64
         /// Whether this is the dead letter of the input record rather than its result.
         var isDeadLetter = false
         /// Whether the input record has a second record (its result and its dead letter) to wait for.
         var hasCompanion = false
+        /// 0 for the record as published, then the ``ResultPublisher/replacement(of:result:isDeadLetter:stage:error:)`` stage.
+        var stage = 0
+        /// The result (for results only), to build a replacement from.
+        var result: ResultRecord?
+        /// Whether it was sent alone to test its failing lane (its acknowledgement lets the lane go on).
+        var isProbe = false
     }
 
     /// An input record's position, for records waiting on more than one acknowledgement.
@@ -29,22 +54,86 @@ final class ResultPublisher: Sendable {
         var offset: Int64
     }
 
+    /// The records of one input partition waiting to be produced.
+    struct Lane {
+        /// Waiting records, in ``Outgoing/sequence`` order.
+        var waiting: [Outgoing] = []
+        /// The token of the record sent alone to test the lane after a failure, until its report.
+        var probe: UInt64?
+        /// Whether the lane failed and no probe has been acknowledged since: then it sends one record at a time.
+        var failing = false
+        /// Failed attempts in a row (the backoff doubles with each).
+        var failures = 0
+        /// Not before this time (``Clock/monotonicNs()``) is the lane produced again.
+        var retryAtNs: Int64 = 0
+        /// Whether a ``ResultPublisher/drain(_:)`` is producing the lane (one at a time, so that two
+        /// threads never interleave one lane's records).
+        var draining = false
+
+        var isIdle: Bool { waiting.isEmpty && probe == nil && !failing && !draining }
+
+        /// Inserts by sequence (a new record goes last; a record coming back goes before later ones).
+        mutating func insert(_ outgoing: Outgoing) {
+            if let last = waiting.last, last.sequence > outgoing.sequence {
+                let index = waiting.firstIndex { $0.sequence > outgoing.sequence } ?? waiting.endIndex
+                waiting.insert(outgoing, at: index)
+            } else {
+                waiting.append(outgoing)
+            }
+        }
+
+        /// Inserts records by sequence, in one merge: O(waiting + records).
+        mutating func insert(contentsOf records: [Outgoing]) {
+            guard records.count > 1 else {
+                if let record = records.first { insert(record) }
+                return
+            }
+            let sorted = records.sorted { $0.sequence < $1.sequence }
+            guard let last = waiting.last, let first = sorted.first, last.sequence > first.sequence else {
+                waiting.append(contentsOf: sorted)
+                return
+            }
+            var merged: [Outgoing] = []
+            merged.reserveCapacity(waiting.count + sorted.count)
+            var i = 0, j = 0
+            while i < waiting.count && j < sorted.count {
+                if waiting[i].sequence <= sorted[j].sequence {
+                    merged.append(waiting[i]); i += 1
+                } else {
+                    merged.append(sorted[j]); j += 1
+                }
+            }
+            merged.append(contentsOf: waiting[i...])
+            merged.append(contentsOf: sorted[j...])
+            waiting = merged
+        }
+    }
+
     private struct State {
         var nextToken: UInt64 = 1
         var inFlight: [UInt64: Outgoing] = Dictionary(minimumCapacity: 65_536)
-        var backlog = [Outgoing]()
+        var lanes: [TopicPartition: Lane] = [:]
         /// Acknowledgements still awaited for input records that have a result and a dead letter.
         var partsLeft: [Position: Int] = [:]
-        var lastFailureLogMs: Int64 = 0
+        /// When each kind of log line was last written (``Clock/monotonicNs()``) and how many were skipped since.
+        var lastLog: [String: (atNs: Int64, skipped: Int)] = [:]
     }
 
+    /// The first backoff of a lane after a failure: 100 ms, doubling with each failure in a row.
+    static let firstBackoff: Duration = .milliseconds(100)
+    /// The longest backoff of a lane: 2 s.
+    static let maximumBackoff: Duration = .seconds(2)
+
     private let state = Mutex(State())
+    /// The next ``Outgoing/sequence`` (publish order over all lanes).
+    private let nextSequence = Atomic<UInt64>(1)
     private let producer: ProducerBox
     private let resultsTopic: String
     private let tracker: OffsetTracker
     private let logger: Logger
     private let metrics: ServiceMetrics
     private let onRetried: @Sendable (Int) -> Void
+    private let onReplaced: @Sendable () -> Void
 
     /// Creates the publisher and its producer.
     /// - Parameters:
@@ -52,6 +141,7 @@ final class ResultPublisher: Sendable {
     ///   - onDelivered: told of each acknowledged result record.
     ///   - onRetried: told how many records librdkafka reported undelivered (and that are produced again),
     ///     on each delivery round that has any.
+    ///   - onReplaced: told of each record replaced by a smaller one because it can never be produced.
     init(
         properties: KafkaConfiguration,
         resultsTopic: String,
@@ -61,13 +151,15 @@ final class ResultPublisher: Sendable {
         metrics: ServiceMetrics,
         storeOffsets: @escaping @Sendable ([TopicPartitionOffset]) -> Void,
         onDelivered: (@Sendable (KafkaOutgoingRecord) -> Void)?,
-        onRetried: @escaping @Sendable (Int) -> Void
+        onRetried: @escaping @Sendable (Int) -> Void,
+        onReplaced: @escaping @Sendable () -> Void = {}
     ) throws {
         self.resultsTopic = resultsTopic
         self.tracker = tracker
         self.logger = logger
         self.metrics = metrics
         self.onRetried = onRetried
+        self.onReplaced = onReplaced
         let box = ProducerBox()
         self.producer = box
         box.producer = try KafkaProducer(configuration: properties, logHandler: logHandler, onDelivery: { [weak box] reports in
@@ -88,42 +180,66 @@ final class ResultPublisher: Sendable {
         if let apnsId = result.apnsIdHeader { headers.append(KafkaHeader(name: "apns-id", value: apnsId)) }
         if let traceparent = result.traceparentHeader { headers.append(KafkaHeader(name: "traceparent", value: traceparent)) }
         let source = TopicPartition(topic: result.source.topic, partition: result.source.partition)
+        let now = Clock.monotonicNs()
+        // Two numbers: the dead letter (when there is one) goes before its result.
+        let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
         var outgoing = Outgoing(
             record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),
-            source: source, offset: result.source.offset, failures: 0, labels: ResultKey(result))
+            source: source, offset: result.source.offset, labels: ResultKey(result), sequence: sequence + 1, publishedAtNs: now,
+            result: result)
         guard let deadLetter else {
-            send(outgoing, fromBacklog: false)
+            enqueue(outgoing)
             return
         }
         outgoing.hasCompanion = true
         var letter = outgoing
         letter.record = deadLetter
         letter.isDeadLetter = true
+        letter.result = nil
+        letter.sequence = sequence
         // `+=`: a record read again (after a rebalance) while its earlier copies are still in flight waits
         // for all of them.
         state.withLock { $0.partsLeft[Position(partition: source, offset: result.source.offset), default: 0] += 2 }
-        send(letter, fromBacklog: false)
-        send(outgoing, fromBacklog: false)
+        enqueue(letter)
+        enqueue(outgoing)
     }
 
     /// How long ago the producer's poll thread last finished a round, or `nil` once closed (for liveness).
     var sinceLastPoll: Duration? { producer.producer?.sinceLastPoll }
 
-    /// Results produced or waiting in the backlog, not yet acknowledged.
-    var unacknowledged: Int { state.withLock { $0.inFlight.count + $0.backlog.count } }
+    /// Results produced or waiting to be produced, not yet acknowledged.
+    var unacknowledged: Int { state.withLock { $0.inFlight.count + $0.lanes.values.reduce(0) { $0 + $1.waiting.count } } }
 
-    /// Produces the backlog again (called regularly by the consumer loop).
+    /// The input partitions whose lane is failing: a record of theirs was not delivered and no probe has
+    /// been acknowledged since. The consumer pauses them (no point taking more of their records).
+    var failingPartitions: Set<TopicPartition> {
+        state.withLock { state in Set(state.lanes.compactMap { $0.value.failing ? $0.key : nil }) }
+    }
+
+    /// How long the oldest result (or dead letter) not yet acknowledged has waited since it was published,
+    /// or `nil` when every one is acknowledged. Scans the records in flight: for scrapes and probes, not
+    /// for hot paths.
+    var oldestUnacknowledgedAge: Duration? {
+        let oldest = state.withLock { state -> Int64? in
+            var oldest: Int64?
+            for outgoing in state.inFlight.values where outgoing.publishedAtNs < (oldest ?? .max) { oldest = outgoing.publishedAtNs }
+            for lane in state.lanes.values {
+                // Waiting records are in publish order: the first is the lane's oldest.
+                if let first = lane.waiting.first, first.publishedAtNs < (oldest ?? .max) { oldest = first.publishedAtNs }
+            }
+            return oldest
+        }
+        return oldest.map { .nanoseconds(max(0, Clock.monotonicNs() - $0)) }
+    }
+
+    /// Produces the lanes whose backoff has passed (called regularly by the consumer loop and after each
+    /// round of delivery reports).
     func retryBacklog() {
-        let backlog = state.withLock { state -> [Outgoing] in
-            defer { state.backlog.removeAll() }
-            return state.backlog
+        let now = Clock.monotonicNs()
+        let due = state.withLock { state in
+            state.lanes.compactMap { tp, lane in !lane.waiting.isEmpty && lane.probe == nil && !lane.draining && lane.retryAtNs <= now ? tp : nil }
         }
-        for (index, outgoing) in backlog.enumerated() where !send(outgoing, fromBacklog: true) {
-            // Still full: keep the rest, in order, ahead of anything queued meanwhile.
-            let rest = backlog[index...]
-            state.withLock { $0.backlog.insert(contentsOf: rest, at: 0) }
-            return
-        }
+        for tp in due { drain(tp) }
     }
 
     /// Waits up to `timeoutMs` for every result to be acknowledged, then closes the producer.
@@ -139,14 +255,12 @@ final class ResultPublisher: Sendable {
         return left
     }
 
-    /// Produces one result, or puts it in the backlog (when librdkafka's queue is full, or behind results
-    /// already waiting there, so results keep their order). Returns false when it went to the backlog.
-    @discardableResult
-    private func send(_ outgoing: Outgoing, fromBacklog: Bool) -> Bool {
-        guard let producer = producer.producer else { return false }
+    /// Produces a newly published record, or puts it in its lane behind the records waiting there.
+    private func enqueue(_ outgoing: Outgoing) {
+        guard let producer = producer.producer else { return }
         let token = state.withLock { state -> UInt64? in
-            if !fromBacklog && !state.backlog.isEmpty {
-                state.backlog.append(outgoing)
+            if let lane = state.lanes[outgoing.source], !lane.isIdle {
+                state.lanes[outgoing.source]?.insert(outgoing)
                 return nil
             }
             let token = state.nextToken
@@ -154,16 +268,147 @@ final class ResultPublisher: Sendable {
             state.inFlight[token] = outgoing
             return token
         }
-        guard let token else { return false }
+        guard let token else { return }
         do throws(KafkaError) {
             try producer.produce(outgoing.record, token: token)
-            return true
         } catch {
             _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
-            if error.code != .queueFull { logFailure(outgoing.isDeadLetter ? "cannot produce a dead letter; kept for retry" : "cannot produce a result; kept for retry", error, topic: outgoing.record.topic) }
-            if !fromBacklog { state.withLock { $0.backlog.append(outgoing) } }
-            return false
+            if !failed([(token, outgoing, error)]).isEmpty { drain(outgoing.source) }
         }
+    }
+
+    /// Produces lane `tp`'s waiting records in order: all of them, or only the first (as a probe) while the
+    /// lane is failing. Stops at the first record librdkafka does not take and deals with it.
+    private func drain(_ tp: TopicPartition) {
+        guard let producer = producer.producer else { return }
+        var owner = false
+        while true {
+            let now = Clock.monotonicNs()
+            let batch = state.withLock { state -> [(UInt64, Outgoing)] in
+                guard var lane = state.lanes[tp], owner || !lane.draining else { return [] }
+                guard lane.probe == nil, !lane.waiting.isEmpty, lane.retryAtNs <= now else {
+                    state.lanes[tp]?.draining = false
+                    return []
+                }
+                lane.draining = true
+                owner = true
+                let count = lane.failing ? 1 : lane.waiting.count
+                var batch: [(UInt64, Outgoing)] = []
+                batch.reserveCapacity(count)
+                for var outgoing in lane.waiting.prefix(count) {
+                    outgoing.isProbe = lane.failing
+                    let token = state.nextToken
+                    state.nextToken += 1
+                    state.inFlight[token] = outgoing
+                    batch.append((token, outgoing))
+                }
+                lane.waiting.removeFirst(count)
+                if lane.failing { lane.probe = batch[0].0 }
+                state.lanes[tp] = lane
+                return batch
+            }
+            if batch.isEmpty { return }
+            var failure: (index: Int, error: KafkaError)?
+            for (index, (token, outgoing)) in batch.enumerated() {
+                do throws(KafkaError) {
+                    try producer.produce(outgoing.record, token: token)
+                } catch {
+                    failure = (index, error)
+                    break
+                }
+            }
+            guard let (index, error) = failure else { continue }
+            // Records after the refused one go back, unchanged and uncounted, before dealing with it.
+            let (token, refused) = batch[index]
+            state.withLock { state in
+                state.inFlight[token] = nil
+                let rest = batch[(index + 1)...]
+                for (later, _) in rest { state.inFlight[later] = nil }
+                state.lanes[tp, default: Lane()].insert(contentsOf: rest.map(\.1))
+            }
+            if failed([(token, refused, error)]).isEmpty {
+                state.withLock { $0.lanes[tp]?.draining = false }
+                return
+            }
+            // Replaced by a smaller record: produce it (and what follows) now.
+        }
+    }
+
+    /// A record librdkafka did not take (`produce` threw) or did not deliver (its delivery report), with
+    /// the token it was sent with.
+    private typealias Failure = (token: UInt64, outgoing: Outgoing, error: KafkaError)
+
+    /// Deals with records librdkafka did not take or did not deliver: replaces each that can never be
+    /// produced as it is, keeps the others at their place in their lane and backs those lanes off (a full
+    /// queue only waits for the next round). One lock for the whole batch, each lane merged once, so a
+    /// burst of failures (a broker outage failing every record in flight) costs O(records) and not more.
+    /// Returns the lanes that can be produced again at once (a replacement waits there).
+    private func failed(_ failures: [Failure]) -> Set<TopicPartition> {
+        var back: [TopicPartition: [Outgoing]] = [:]
+        var backOff: Set<TopicPartition> = []
+        var replaced: Set<TopicPartition> = []
+        var counts: [String: (topic: String, failure: ProduceFailure, count: Int)] = [:]
+        for (_, outgoing, error) in failures {
+            let failure = error.produceFailure
+            let topic = outgoing.record.topic
+            if error.code == .queueFull {
+                // librdkafka's queue is full: not a failure of the lane, retried at the next round.
+                back[outgoing.source, default: []].append(outgoing)
+                continue
+            }
+            counts["\(failure.rawValue)|\(topic)", default: (topic, failure, 0)].count += 1
+            if failure == .recordRejected,
+               let (record, stage, stageName) = Self.replacement(of: outgoing.record, result: outgoing.result, isDeadLetter: outgoing.isDeadLetter, stage: outgoing.stage, error: error) {
+                var replacement = outgoing
+                replacement.record = record
+                replacement.stage = stage
+                let kind = outgoing.isDeadLetter ? "deadLetter" : "result"
+                metrics.replaced(kind: kind, stage: stageName)
+                onReplaced()
+                log(.error, "\(kind)-replaced", outgoing.isDeadLetter
+                        ? "a dead letter can never be produced as it is; a smaller stub replaces it (README \"Delivery guarantees\")"
+                        : "a result can never be produced as it is; a smaller one replaces it (README \"Delivery guarantees\")",
+                    error: error, topic: topic, outgoing: outgoing, extra: ["replacement": stageName])
+                back[outgoing.source, default: []].append(replacement)
+                replaced.insert(outgoing.source)
+                continue
+            }
+            back[outgoing.source, default: []].append(outgoing)
+            backOff.insert(outgoing.source)
+            let what = outgoing.isDeadLetter ? "a dead letter" : "a result"
+            switch failure {
+            case .transient:
+                log(.warning, "transient-\(topic)", "cannot deliver \(what) yet; kept and produced again after a backoff",
+                    error: error, topic: topic, outgoing: outgoing)
+            case .topicRefused:
+                log(.error, "refused-\(topic)", "the topic refuses \(what); kept, and its input partition waits, until the topic accepts writes (check its ACLs and that it exists; README \"Delivery guarantees\")",
+                    error: error, topic: topic, outgoing: outgoing)
+            case .fatal:
+                log(.error, "fatal-\(topic)", "the producer can no longer produce; \(what) is kept; restart pushworker",
+                    error: error, topic: topic, outgoing: outgoing)
+            case .recordRejected:
+                log(.error, "rejected-\(topic)", "even the smallest replacement of \(what) is refused; kept, and its input partition waits (raise message.max.bytes)",
+                    error: error, topic: topic, outgoing: outgoing)
+            }
+        }
+        for (topic, failure, count) in counts.values { metrics.produceError(topic: topic, failure: failure, count: count) }
+        let tokens = Set(failures.map(\.token))
+        let now = Clock.monotonicNs()
+        state.withLock { state in
+            for (tp, outgoing) in back {
+                var lane = state.lanes[tp] ?? Lane()
+                if let probe = lane.probe, tokens.contains(probe) { lane.probe = nil }
+                lane.insert(contentsOf: outgoing)
+                if backOff.contains(tp) {
+                    lane.failing = true
+                    lane.failures += 1
+                    let backoffNs = min(Self.maximumBackoff.nanoseconds, Self.firstBackoff.nanoseconds << min(lane.failures - 1, 20))
+                    lane.retryAtNs = now + backoffNs
+                }
+                state.lanes[tp] = lane
+            }
+        }
+        return replaced.subtracting(backOff)
     }
 
     private func delivered(
@@ -176,15 +421,21 @@ final class ResultPublisher: Sendable {
         var labels: [ResultKey] = []
         labels.reserveCapacity(reports.count)
         var deadLetterLabels: [ResultKey] = []
-        var failed: [(Outgoing, KafkaError)] = []
+        var failed: [Failure] = []
         var records: [KafkaOutgoingRecord] = []
         state.withLock { state in
             for report in reports {
-                guard var outgoing = state.inFlight.removeValue(forKey: report.token) else { continue }
+                guard let outgoing = state.inFlight.removeValue(forKey: report.token) else { continue }
                 if let error = report.error {
-                    outgoing.failures += 1
-                    failed.append((outgoing, error))
+                    failed.append((report.token, outgoing, error))
                     continue
+                }
+                if outgoing.isProbe, state.lanes[outgoing.source]?.probe == report.token {
+                    // The lane delivers again: the rest of it follows in order.
+                    state.lanes[outgoing.source]?.probe = nil
+                    state.lanes[outgoing.source]?.failing = false
+                    state.lanes[outgoing.source]?.failures = 0
+                    state.lanes[outgoing.source]?.retryAtNs = 0
                 }
                 if outgoing.isDeadLetter {
                     deadLetterLabels.append(outgoing.labels)
@@ -208,23 +459,111 @@ final class ResultPublisher: Sendable {
         metrics.resultsAcknowledged(labels)
         metrics.deadLettersAcknowledged(deadLetterLabels)
         if let onDelivered { records.forEach(onDelivered) }
-        if let (outgoing, error) = failed.first {
+        if !failed.isEmpty {
             onRetried(failed.count)
             metrics.deliveryRetries.increment(by: Double(failed.count))
-            logFailure("\(failed.count) record(s) not delivered; producing them again", error, topic: outgoing.record.topic)
-            state.withLock { $0.backlog.append(contentsOf: failed.map(\.0)) }
+            _ = self.failed(failed)
         }
         retryBacklog()
     }
 
-    private func logFailure(_ message: String, _ error: KafkaError, topic: String) {
-        let now = Clock.nowMs()
-        let shouldLog = state.withLock { state -> Bool in
-            guard now - state.lastFailureLogMs >= 1000 else { return false }
-            state.lastFailureLogMs = now
-            return true
+    private func log(_ level: Logger.Level, _ kind: String, _ message: String, error: KafkaError, topic: String, outgoing: Outgoing, extra: [String: String] = [:]) {
+        let now = Clock.monotonicNs()
+        let skipped = state.withLock { state -> Int? in
+            let last = state.lastLog[kind]
+            if let last, now - last.atNs < 1_000_000_000 {
+                state.lastLog[kind] = (last.atNs, last.skipped + 1)
+                return nil
+            }
+            state.lastLog[kind] = (now, 0)
+            return last?.skipped ?? 0
         }
-        if shouldLog { logger.warning(message, metadata: ["error": error.message, "topic": topic]) }
+        guard let skipped else { return }
+        var metadata = [
+            "error": error.message, "errorName": error.rdKafkaErrorName ?? "", "class": error.produceFailure.rawValue, "topic": topic,
+            "sourceTopic": outgoing.source.topic, "sourcePartition": String(outgoing.source.partition), "sourceOffset": String(outgoing.offset),
+        ]
+        if skipped > 0 { metadata["similarLinesSkipped"] = String(skipped) }
+        metadata.merge(extra) { $1 }
+        switch level {
+        case .error: logger.error(message, metadata: metadata)
+        default: logger.warning(message, metadata: metadata)
+        }
+    }
+}
+
+extension ResultPublisher {
+    /// The longest `type`, `reason`, `worker` or `messageId` a minimal result keeps: 256 bytes.
+    static let minimalFieldLimit = 256
+
+    /// The smaller record that replaces `record` when it can never be produced (`error` is a
+    /// ``ProduceFailure/recordRejected`` one), and its stage and stage name, or `nil` when there is nothing
+    /// smaller to try (the record is then kept and produced again as it is).
+    ///
+    /// For a result (`result` is its ``ResultRecord``), from stage 0:
+    /// 1. `withoutHeaders`: the same key and value, without the `apns-id` and `traceparent` headers;
+    ///    `detail` says so, with their sizes. Skipped when the record has no headers.
+    /// 2. `minimal`: no key, no headers; the value is the same result with `detail` replaced by a note of
+    ///    what was dropped (with sizes: the key, the `apns-id` and `traceparent` headers as names plus
+    ///    values, the detail, and any field below), and `messageId`, `type`, `reason` and `worker` each kept only when
+    ///    at most ``minimalFieldLimit`` bytes (a longer `messageId` becomes `<topic>-<partition>-<offset>`,
+    ///    the others `null`).
+    ///
+    /// For a dead letter, from stage 0:
+    /// 1. `stub`: ``DeadLetterRecord/stub(of:dropKey:error:)`` keeping the key.
+    /// 2. `stubWithoutKey`: the same without the key.
+    static func replacement(of record: KafkaOutgoingRecord, result: ResultRecord?, isDeadLetter: Bool, stage: Int, error: KafkaError)
+        -> (record: KafkaOutgoingRecord, stage: Int, name: String)? {
+        let errorName = error.rdKafkaErrorName ?? error.code.description
+        if isDeadLetter {
+            if stage < 1, let stub = DeadLetterRecord.stub(of: record, dropKey: false, error: errorName) { return (stub, 1, "stub") }
+            if stage < 2, let stub = DeadLetterRecord.stub(of: record, dropKey: true, error: errorName) { return (stub, 2, "stubWithoutKey") }
+            return nil
+        }
+        guard let result, stage < 2 else { return nil }
+        if stage < 1 && !record.headers.isEmpty {
+            var reduced = result
+            let sizes = record.headers.map { "\($0.name) \($0.value?.count ?? 0) bytes" }.joined(separator: ", ")
+            let note = "pushworker: result headers not copied (\(sizes)): the record with them was refused (\(errorName))"
+            reduced.detail = result.detail.map { "\(note); detail: \($0)" } ?? note
+            return (KafkaOutgoingRecord(topic: record.topic, partition: record.partition, key: record.key, value: reduced.jsonBytes()), 1, "withoutHeaders")
+        }
+        var minimal = result
+        var dropped: [String] = []
+        if let key = result.key { dropped.append("key \(key.count) bytes") }
+        // The result's headers (names and values), whether or not an earlier stage dropped them already.
+        let headerBytes = (result.hasApnsId ? "apns-id".utf8.count + result.messageId.utf8.count : 0)
+            + (result.traceparent.map { "traceparent".utf8.count + $0.utf8.count } ?? 0)
+        if headerBytes > 0 { dropped.append("headers \(headerBytes) bytes") }
+        if let detail = result.detail { dropped.append("detail \(detail.utf8.count) bytes") }
+        if minimal.messageId.utf8.count > minimalFieldLimit {
+            dropped.append("messageId \(minimal.messageId.utf8.count) bytes")
+            minimal.messageId = "\(result.source.topic)-\(result.source.partition)-\(result.source.offset)"
+        }
+        if let type = minimal.type, type.utf8.count > minimalFieldLimit {
+            dropped.append("type \(type.utf8.count) bytes")
+            minimal.type = nil
+        }
+        if let reason = minimal.reason, reason.rawValue.utf8.count > minimalFieldLimit {
+            dropped.append("reason \(reason.rawValue.utf8.count) bytes")
+            minimal.reason = nil
+        }
+        if let worker = minimal.worker, worker.utf8.count > minimalFieldLimit {
+            dropped.append("worker \(worker.utf8.count) bytes")
+            minimal.worker = nil
+        }
+        minimal.detail = "pushworker: minimal result, the full one was refused (\(errorName)); dropped: \(dropped.joined(separator: ", "))"
+        minimal.key = nil
+        return (KafkaOutgoingRecord(topic: record.topic, partition: record.partition, key: nil, value: minimal.jsonBytes()), 2, "minimal")
+    }
+}
+
+extension Duration {
+    /// The duration in nanoseconds (saturating).
+    fileprivate var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : scaled + attoseconds / 1_000_000_000
     }
 }
 

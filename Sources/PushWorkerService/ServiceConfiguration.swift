@@ -57,6 +57,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// The HTTP server of `/metrics`, `/healthz` and `/readyz` (`httpServer`): enabled on 0.0.0.0:9400 by
     /// default.
     public var httpServer = HTTPServerConfiguration()
+    /// Thresholds of the health checks (`health`): `/readyz` fails once a result has waited 60 s for the
+    /// broker's acknowledgement, by default.
+    public var health = HealthConfiguration()
 
     /// The built-in defaults (contract section 5).
     public init() {}
@@ -135,6 +138,22 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
     /// The bootstrap servers in effect.
     public var bootstrapServers: String { kafka["bootstrap.servers"] ?? "" }
+}
+
+/// Thresholds of the health checks (configuration key `health`).
+public struct HealthConfiguration: Sendable, Equatable {
+    /// How long the oldest result (or dead letter) may wait for the broker's acknowledgement before
+    /// `/readyz` fails its `results` check, e.g. while the results topic refuses writes. Default 60 s
+    /// (`health.stuckResultsAfterMs: 60000`); at least 1 ms.
+    public var stuckResultsAfter: Duration = .seconds(60)
+
+    /// The defaults: results stuck after 60 s.
+    public init() {}
+
+    /// Creates a configuration.
+    public init(stuckResultsAfter: Duration) {
+        self.stuckResultsAfter = stuckResultsAfter
+    }
 }
 
 /// The HTTP server of `/metrics`, `/healthz` and `/readyz` (configuration key `httpServer`).

@@ -17,6 +17,8 @@ struct ServiceHealth: Sendable {
     let metrics: ServiceMetrics
     /// ``stallThreshold`` unless a test sets a shorter one.
     let stallThreshold: Duration
+    /// How long a result may wait unacknowledged before readiness fails (``HealthConfiguration/stuckResultsAfter``).
+    let stuckResultsAfter: Duration
     /// The consumer's `statistics.interval.ms`, 0 when statistics are off.
     let statisticsIntervalMs: Int
     let stopping: @Sendable () -> Bool
@@ -45,8 +47,13 @@ struct ServiceHealth: Sendable {
     }
 
     /// `/readyz`: 200 when connected to a broker, in the consumer group, with at least one partition
-    /// assigned, and not shutting down; else 503. The body lists each check:
-    /// `{"ready":false,"checks":{"broker":true,"group":true,"assigned":false,"serving":true}}`.
+    /// assigned, no result waiting for the broker's acknowledgement longer than ``stuckResultsAfter``, and
+    /// not shutting down; else 503. The body lists each check:
+    /// `{"ready":false,"checks":{"broker":true,"group":true,"assigned":false,"results":true,"serving":true}}`.
+    ///
+    /// `results` fails while the oldest result or dead letter not yet acknowledged was published more than
+    /// ``stuckResultsAfter`` ago (a refused topic, a broker outage, a record kept because even its smallest
+    /// replacement is refused); it passes again once it is acknowledged.
     ///
     /// Sources: `assigned` from the rebalance callbacks; `broker` and `group` from the consumer's latest
     /// librdkafka statistics (a broker connection `UP`; `cgrp.state` `up`), which count only while fresh
@@ -65,13 +72,14 @@ struct ServiceHealth: Sendable {
                 group = false
             }
         }
-        return Self.readinessResponse(broker: broker, group: group, assigned: assigned, serving: !stopping())
+        let results = publisher.oldestUnacknowledgedAge.map { $0 <= stuckResultsAfter } ?? true
+        return Self.readinessResponse(broker: broker, group: group, assigned: assigned, results: results, serving: !stopping())
     }
 
     /// The `/readyz` response for these checks: 200 when all pass, else 503; the body as in ``readiness()``.
-    /// Also served before the pipeline exists (nothing connected yet, not stopping).
-    static func readinessResponse(broker: Bool, group: Bool, assigned: Bool, serving: Bool) -> EndpointResponse {
-        let checks = [("broker", broker), ("group", group), ("assigned", assigned), ("serving", serving)]
+    /// Also served before the pipeline exists (nothing connected yet, nothing waiting, not stopping).
+    static func readinessResponse(broker: Bool, group: Bool, assigned: Bool, results: Bool = true, serving: Bool) -> EndpointResponse {
+        let checks = [("broker", broker), ("group", group), ("assigned", assigned), ("results", results), ("serving", serving)]
         let ready = checks.allSatisfy(\.1)
         let body = "{\"ready\":\(ready),\"checks\":\(json(checks))}\n"
         return EndpointResponse(status: ready ? 200 : 503, contentType: "application/json", body: Array(body.utf8))

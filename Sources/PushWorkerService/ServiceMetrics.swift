@@ -37,6 +37,9 @@ final class ServiceMetrics: Sendable {
     let deliveryRetries: Counter
     let deadLetters: Counter
     let resultsWaiting: Gauge
+    let produceErrors: Counter
+    let resultsReplaced: Counter
+    let oldestUnacknowledgedAge: Gauge
     let consumerLag: Gauge
     let rebalances: Counter
     let assignedPartitions: Gauge
@@ -85,8 +88,10 @@ final class ServiceMetrics: Sendable {
     /// - Parameters:
     ///   - registeredTypes: the types workers are registered for by name (their series start at 0).
     ///   - startsAtEarliest: whether the consumer's `auto.offset.reset` is `earliest` (default true).
+    ///   - outputTopics: the results topic and the dead-letter topic (their `pushworker_produce_errors_total`
+    ///     series start at 0).
     /// - Throws: ``MetricsError`` (only if a name here were invalid: a programming error caught by tests).
-    init(registeredTypes: [String], startsAtEarliest: Bool = true) throws {
+    init(registeredTypes: [String], startsAtEarliest: Bool = true, outputTopics: [String] = []) throws {
         let r = registry
         recordsConsumed = try r.counter("pushworker_records_consumed_total", help: "Records taken from the input topics.")
         results = try r.counter(
@@ -108,6 +113,17 @@ final class ServiceMetrics: Sendable {
             help: "Input records copied to the dead-letter topic and acknowledged, by payload type (as in pushworker_results_total) and reason.",
             labels: ["type", "reason"], cap: LabelCap(label: "reason", per: "type", limit: Self.reasonsPerType))
         resultsWaiting = try r.gauge("pushworker_results_waiting", help: "Results produced but not yet acknowledged by the broker, plus the backlog waiting to be produced.")
+        produceErrors = try r.counter(
+            "pushworker_produce_errors_total",
+            help: "Results and dead letters librdkafka did not take or did not deliver (a full local queue not counted), by topic and class: transient (kept, produced again), recordRejected (can never be produced as it is: replaced by a smaller record), topicRefused (kept until the topic accepts writes: ACLs, topic missing), fatal (the producer must be restarted).",
+            labels: ["topic", "class"])
+        resultsReplaced = try r.counter(
+            "pushworker_results_replaced_total",
+            help: "Records that could never be produced as they were and were replaced by a smaller one, by kind (result or deadLetter) and stage (withoutHeaders, minimal, stub, stubWithoutKey).",
+            labels: ["kind", "stage"])
+        oldestUnacknowledgedAge = try r.gauge(
+            "pushworker_oldest_unacknowledged_result_age_seconds",
+            help: "Seconds the oldest result (or dead letter) not yet acknowledged by the broker has waited since it was produced, 0 when none waits.")
         consumerLag = try r.gauge(
             "pushworker_consumer_lag",
             help: "Records behind the end of each assigned partition (librdkafka statistics consumer_lag: end offset minus the stored or committed offset).",
@@ -135,6 +151,12 @@ final class ServiceMetrics: Sendable {
         durationByType = durations
         for event in ["assigned", "revoked", "lost"] { _ = rebalances.series([event]) }
         recordsConsumed.increment(by: 0)
+        for topic in outputTopics {
+            for failure in ProduceFailure.allCases { produceErrors.increment(by: 0, labels: [topic, failure.rawValue]) }
+        }
+        for (kind, stage) in [("result", "withoutHeaders"), ("result", "minimal"), ("deadLetter", "stub"), ("deadLetter", "stubWithoutKey")] {
+            resultsReplaced.increment(by: 0, labels: [kind, stage])
+        }
         deliveryRetries.increment(by: 0)
         requestTimeouts.increment(by: 0, labels: [Client.consumer.rawValue])
         requestTimeouts.increment(by: 0, labels: [Client.producer.rawValue])
@@ -194,6 +216,16 @@ final class ServiceMetrics: Sendable {
         for key in keys {
             deadLetters.increment(by: 1, labels: [typeLabel(key.type), key.reason?.rawValue ?? ""])
         }
+    }
+
+    /// Counts a record librdkafka did not take or did not deliver (`topic` is an output topic: bounded).
+    func produceError(topic: String, failure: ProduceFailure, count: Int = 1) {
+        produceErrors.increment(by: Double(count), labels: [topic, failure.rawValue])
+    }
+
+    /// Counts a record replaced by a smaller one (`kind` `result` or `deadLetter`, `stage` the replacement's name).
+    func replaced(kind: String, stage: String) {
+        resultsReplaced.increment(labels: [kind, stage])
     }
 
     /// Records the run time of a job a worker ran.

@@ -88,8 +88,10 @@ struct RedriveTests {
             #expect(value["type"] as? String == "broken")
         }
         #expect(Set(listed.map { Array(($0.keys)).sorted() }) == [[
-            "attempts", "deadLetter", "detail", "failedAt", "headers", "key", "messageId", "reason", "source", "value", "worker",
+            "attempts", "deadLetter", "detail", "droppedBecause", "droppedValueBytes", "failedAt", "headers", "key", "messageId", "reason",
+            "source", "value", "worker",
         ]])
+        #expect(listed.allSatisfy { $0["droppedBecause"] is NSNull && $0["droppedValueBytes"] is NSNull }, "not stubs")
         // The record's own headers, without pushworker's (shown as fields above).
         #expect(listed.allSatisfy { ($0["headers"] as? [[String]]) == [["x-trace", "abc"]] }, "\(listed.map { $0["headers"] ?? "none" })")
 
@@ -174,6 +176,36 @@ struct RedriveTests {
         #expect(redrivenOrder.count == count)
         let moved = zip(redrivenOrder, deadLetterOrder).filter { $0 != $1 }.count
         #expect(moved == 0, "\(moved) of \(count) redriven records are out of dead-letter order")
+        dev.signal(SIGTERM)
+        #expect(try await dev.waitForExit(timeout: .seconds(30)) == 0, "\(dev.stderr.suffix(2000))")
+    }
+
+    /// A stub (what pushworker writes in place of a dead letter too large to produce) has nothing to run
+    /// again: redrive skips it, counts it, and goes on with the next dead letter.
+    @Test func aStubDeadLetterIsSkippedAndCounted() async throws {
+        let (dev, servers, input, dlt) = try await Self.startDevWithFailingWorker()
+        let list = ["--bootstrap-servers", servers, "--topic", dlt]
+        // Dead-letter offsets: 0 a stub, 1 from pushworker.
+        let stub = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", dlt, "--type", "fail",
+                                            "--header", "pushworker-dropped-because=MSG_SIZE_TOO_LARGE",
+                                            "--header", "pushworker-dropped-value-bytes=999800",
+                                            "--header", "pushworker-source-topic=\(input)", "--header", "pushworker-source-offset=41"])
+        #expect(stub.status == 0, "\(stub.stderr)")
+        let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", input, "--type", "fail"])
+        #expect(produced.status == 0, "\(produced.stderr)")
+        let two = try await Self.dryRun(list, count: 2)
+        #expect(two.map { $0["droppedBecause"] as? String } == ["MSG_SIZE_TOO_LARGE", nil], "\(two)")
+        #expect(two.first?["droppedValueBytes"] as? Int == 999_800)
+
+        let redriven = try await runPushworker(["redrive"] + list)
+        #expect(redriven.status == 0, "\(redriven.stderr)")
+        #expect(redriven.stdout.last == "redriven 1 dead letter(s) from \(dlt): \(input)=1; skipped 1 stub(s) without a value (their records were too large to keep: look them up by their pushworker-source-topic, -partition and -offset headers)", "\(redriven.stdout)")
+        #expect(redriven.stderr.contains("skipping a stub dead letter"), "\(redriven.stderr)")
+        #expect(redriven.stderr.contains("sourceOffset=41"), "\(redriven.stderr)")
+        // Both were committed: only the redriven record's new dead letter (attempt 2) is left.
+        let left = try await Self.dryRun(list, count: 1)
+        #expect(left.map { ($0["deadLetter"] as? [String: Any])?["offset"] as? Int } == [2], "\(left)")
+        #expect(left.first?["attempts"] as? Int == 2)
         dev.signal(SIGTERM)
         #expect(try await dev.waitForExit(timeout: .seconds(30)) == 0, "\(dev.stderr.suffix(2000))")
     }

@@ -138,7 +138,7 @@ struct MetricsEndpointTests {
             ready = try await HTTPProbe.request(base + "/readyz")
             return ready.status == 200
         }, "\(ready.body)")
-        #expect(ready.body == #"{"ready":true,"checks":{"broker":true,"group":true,"assigned":true,"serving":true}}"# + "\n")
+        #expect(ready.body == #"{"ready":true,"checks":{"broker":true,"group":true,"assigned":true,"results":true,"serving":true}}"# + "\n")
         let live = try await HTTPProbe.request(base + "/healthz")
         #expect(live.status == 200 && live.body == "ok\n")
 
@@ -186,7 +186,7 @@ struct MetricsEndpointTests {
         let response = ServiceHealth.readinessResponse(broker: false, group: false, assigned: false, serving: true)
         #expect(response.status == 503)
         #expect(response.contentType == "application/json")
-        #expect(response.body == Array(#"{"ready":false,"checks":{"broker":false,"group":false,"assigned":false,"serving":true}}"#.utf8) + [0x0A])
+        #expect(response.body == Array(#"{"ready":false,"checks":{"broker":false,"group":false,"assigned":false,"results":true,"serving":true}}"#.utf8) + [0x0A])
     }
 
     @Test func labelsFromInputAndWorkersAreBounded() throws {

@@ -104,6 +104,7 @@ extension ServiceConfiguration {
             "httpServer": .object([
                 "enabled": .bool(httpServer.enabled), "host": .string(httpServer.host), "port": .int(Int64(httpServer.port)),
             ]),
+            "health": .object(["stuckResultsAfterMs": .int(health.stuckResultsAfter.wholeMilliseconds)]),
         ])
         return Output.json(root, pretty: true)
     }

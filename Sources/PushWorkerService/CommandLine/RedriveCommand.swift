@@ -15,7 +15,9 @@ struct RedriveCommand {
     attempt N + 1 in its result. Only dead letters written before the command started are sent (one that
     fails again is dead-lettered again and waits for the next redrive, never loops). Progress is committed
     as consumer group G, so each dead letter is sent back once, however often the command runs; run one
-    redrive per group at a time. Prints how many were sent back, by topic.
+    redrive per group at a time. Prints how many were sent back, by topic. Stub dead letters (written in
+    place of a dead letter too large to produce: a pushworker-dropped-because header, no value) are
+    skipped and counted: look their originals up by their pushworker-source-* headers.
 
     Options:
       --config FILE               JSON5 configuration: Kafka properties (security included), the
@@ -30,7 +32,8 @@ struct RedriveCommand {
       --count N                   send back at most N dead letters
       --timeout SECONDS           give up waiting for the broker after this long without a record (default 10)
       --dry-run                   print each dead letter as one JSON line (deadLetter, source, messageId,
-                                  reason, detail, worker, attempts, failedAt, key, value, headers); send
+                                  reason, detail, worker, attempts, failedAt, droppedBecause and
+                                  droppedValueBytes (stubs), key, value, headers); send
                                   back and commit nothing
     """
 
@@ -115,6 +118,7 @@ struct RedriveCommand {
         defer { withExtendedLifetime(watcher) {} }
         var sentByTopic: [String: Int] = [:]
         var total = 0
+        var stubs = 0
         var failure: KafkaError?
         while !stop.isSet, failure == nil, total < count, !ends.isEmpty {
             let limit = min(Self.batchSize, count - total)
@@ -129,8 +133,9 @@ struct RedriveCommand {
                 continue
             }
             guard let producer, !batch.isEmpty else { continue }
-            let (next, sent, error) = await Self.send(batch, to: target, with: producer, reports: reports)
+            let (next, sent, skipped, error) = await Self.send(batch, to: target, with: producer, reports: reports)
             failure = error
+            stubs += skipped
             total += sent.values.reduce(0, +)
             sentByTopic.merge(sent, uniquingKeysWith: +)
             let offsets = next.map { TopicPartitionOffset($0.key, offset: $0.value) }
@@ -143,7 +148,8 @@ struct RedriveCommand {
         try? await DedicatedThread.run(name: "pushworker-redrive-close") { try consumer.close() }
         if !dryRun {
             let byTopic = sentByTopic.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            Output.line("redriven \(total) dead letter(s) from \(topic)" + (byTopic.isEmpty ? "" : ": \(byTopic)"))
+            Output.line("redriven \(total) dead letter(s) from \(topic)" + (byTopic.isEmpty ? "" : ": \(byTopic)")
+                + (stubs == 0 ? "" : "; skipped \(stubs) stub(s) without a value (their records were too large to keep: look them up by their pushworker-source-topic, -partition and -offset headers)"))
         }
         if let failure {
             throw CommandLineError(.failure, "pushworker redrive: a dead letter could not be sent back (\(failure.message)); it and the ones after it in its partition stay in \(topic) for the next run")
@@ -185,14 +191,28 @@ struct RedriveCommand {
     /// order, so that records of one key reach their input partition in the order they failed (the order
     /// their key's records run in; sends from concurrent tasks would enqueue in any order). Returns, per
     /// partition, the offset to commit (one past the last record sent before the partition's first
-    /// failure), the records sent by target topic, and the first failure.
+    /// failure), the records sent by target topic, the stubs skipped, and the first failure.
+    ///
+    /// A stub dead letter (``isStub(_:)``) is not sent: it has no value to run again. It is skipped (its
+    /// offset is committed past), logged and counted.
     private static func send(_ batch: [KafkaRecord], to target: String?, with producer: KafkaProducer, reports: DeliveryReports) async
-        -> (next: [TopicPartition: Int64], sent: [String: Int], failure: KafkaError?) {
+        -> (next: [TopicPartition: Int64], sent: [String: Int], skipped: Int, failure: KafkaError?) {
         var outcomes = [Result<KafkaDeliveryReport, KafkaError>?](repeating: nil, count: batch.count)
+        var stubs: Set<Int> = []
         var tokens: [UInt64: Int] = [:]
         // Partitions with a record that could not be enqueued: the rest of them wait for the next run, behind it.
         var refused: Set<TopicPartition> = []
         for (index, record) in batch.enumerated() where !refused.contains(record.topicPartition) {
+            if isStub(record) {
+                stubs.insert(index)
+                let header = { (name: String) in record.headers.first { $0.name == name }?.value.map { String(decoding: $0, as: UTF8.self) } ?? "" }
+                Logger(label: "pushworker.redrive").warning("skipping a stub dead letter: its record was too large to keep, nothing to send back", metadata: [
+                    "deadLetter": "\(record.topicPartition)@\(record.offset)", "sourceTopic": header(DeadLetterRecord.Header.sourceTopic),
+                    "sourcePartition": header(DeadLetterRecord.Header.sourcePartition), "sourceOffset": header(DeadLetterRecord.Header.sourceOffset),
+                    "droppedBecause": header(DeadLetterRecord.Header.droppedBecause),
+                ])
+                continue
+            }
             guard let outgoing = redriven(record, to: target) else {
                 let position = "\(record.topicPartition)@\(record.offset)"
                 outcomes[index] = .failure(KafkaError(.deliveryFailed, "the dead letter at \(position) has no \(DeadLetterRecord.Header.sourceTopic) header; pass --to TOPIC"))
@@ -228,7 +248,11 @@ struct RedriveCommand {
         var sent: [String: Int] = [:]
         var stopped: Set<TopicPartition> = []
         var failure: KafkaError?
-        for (record, outcome) in zip(batch, outcomes) where !stopped.contains(record.topicPartition) {
+        for (index, (record, outcome)) in zip(batch, outcomes).enumerated() where !stopped.contains(record.topicPartition) {
+            if stubs.contains(index) {
+                next[record.topicPartition] = record.offset + 1
+                continue
+            }
             switch outcome ?? .failure(KafkaError(.deliveryFailed, "no report")) {
             case .success(let delivery):
                 next[record.topicPartition] = record.offset + 1
@@ -238,7 +262,13 @@ struct RedriveCommand {
                 stopped.insert(record.topicPartition)
             }
         }
-        return (next, sent, failure)
+        return (next, sent, stubs.count, failure)
+    }
+
+    /// Whether `record` is a stub dead letter (``DeadLetterRecord/stub(of:dropKey:error:)``): it has a
+    /// `pushworker-dropped-because` header.
+    static func isStub(_ record: KafkaRecord) -> Bool {
+        record.headers.contains { $0.name == DeadLetterRecord.Header.droppedBecause }
     }
 
     /// The delivery reports of the records ``send(_:to:with:reports:)`` produced, by token.
@@ -302,6 +332,8 @@ struct RedriveCommand {
             ]),
             "messageId": header(Name.messageId), "reason": header(Name.reason), "detail": header(Name.detail),
             "worker": header(Name.worker), "attempts": number(Name.attempts), "failedAt": header(Name.failedAt),
+            // Set on a stub (a dead letter too large to produce, replaced without its value): librdkafka's error.
+            "droppedBecause": header(Name.droppedBecause), "droppedValueBytes": number(Name.droppedValueBytes),
             "key": text(record.key), "value": text(record.value), "headers": .array(headers),
         ])
         return Output.json(object)
