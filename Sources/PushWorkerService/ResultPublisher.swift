@@ -532,8 +532,8 @@ extension ResultPublisher {
         var dropped: [String] = []
         if let key = result.key { dropped.append("key \(key.count) bytes") }
         // The result's headers (names and values), whether or not an earlier stage dropped them already.
-        let headerBytes = (result.hasApnsId ? "apns-id".utf8.count + result.messageId.utf8.count : 0)
-            + (result.traceparent.map { "traceparent".utf8.count + $0.utf8.count } ?? 0)
+        let headerBytes = (result.apnsIdHeader.map { "apns-id".utf8.count + $0.count } ?? 0)
+            + (result.traceparentHeader.map { "traceparent".utf8.count + $0.count } ?? 0)
         if headerBytes > 0 { dropped.append("headers \(headerBytes) bytes") }
         if let detail = result.detail { dropped.append("detail \(detail.utf8.count) bytes") }
         if minimal.messageId.utf8.count > minimalFieldLimit {

@@ -53,7 +53,7 @@ import Testing
         ResultRecord(messageId: messageId, type: type, result: .newData, reason: nil, detail: detail, worker: "w", attempt: 1,
                      source: RecordSource(topic: "pushes", partition: 3, offset: 77), receivedAtMs: 1_767_225_600_000,
                      startedAtMs: 1_767_225_600_001, finishedAtMs: 1_767_225_600_002, durationMs: 1, key: key,
-                     traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", hasApnsId: true)
+                     apnsIdHeader: Array(messageId.utf8), traceparentHeader: Array("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".utf8))
     }
 
     static func record(_ result: ResultRecord) -> KafkaOutgoingRecord {
@@ -98,8 +98,8 @@ import Testing
 
     @Test func aResultWithoutHeadersGoesStraightToMinimal() throws {
         var result = Self.result(key: Array(repeating: 0x41, count: 2_000_000), type: String(repeating: "t", count: 300))
-        result.hasApnsId = false
-        result.traceparent = nil
+        result.apnsIdHeader = nil
+        result.traceparentHeader = nil
         let record = KafkaOutgoingRecord(topic: "results", key: result.key, value: result.jsonBytes())
         let replacement = try #require(ResultPublisher.replacement(of: record, result: result, isDeadLetter: false, stage: 0, error: Self.tooLarge))
         #expect(replacement.name == "minimal")
