@@ -102,6 +102,34 @@ struct StringFidelityTests {
         #expect(!runs.all.contains { $0.hasPrefix("ok:hhh") })
     }
 
+    /// Issue 8's first defect as filed, with dead letters on: the 1.2 MB apns-id makes the record
+    /// failed/invalidPayload (the header is neither copied nor the message id), its byte-for-byte dead
+    /// letter is too large for librdkafka and is replaced by a stub, and its offset and the later ones move on.
+    @Test func aHugeApnsIdWithDeadLettersOnGetsAResultAStubAndItsOffsetCommitted() async throws {
+        let runs = Runs()
+        let dlt = DeadLetterTests.uniqueTopic()
+        let harness = try await PushWorkerTestHarness.start(registry: Self.registry(runs), partitions: 1) {
+            $0.deadLetter = DeadLetterConfiguration(topic: dlt)
+            $0.consumer["auto.commit.interval.ms"] = "200"
+        }
+        let huge = Array(repeating: UInt8(ascii: "h"), count: 1_200_000)
+        try await Self.produce(harness, #"{"aps":{"content-available":1},"type":"ok"}"#, headers: [KafkaHeader(name: "apns-id", value: huge)], partition: 0)
+        try await harness.produce(#"{"aps":{"content-available":1},"type":"ok"}"#, headers: ["apns-id": "after"], partition: 0)
+        let results = try await harness.results(count: 2, timeout: .seconds(60))
+        #expect(results.first { $0.offset == 0 }?.reason == "invalidPayload")
+        #expect(results.first { $0.offset == 1 }?.messageId == "after")
+        let committed = try await DeadLetterTests.committed(harness, reach: [0: 2])
+        #expect(committed[0] == 2, "the offsets of the huge record and the next one are committed")
+        let letters = try await harness.readTopic(dlt, count: 1, timeout: .seconds(10))
+        let stub = try #require(letters.first)
+        let headers = DeadLetterTests.headers(stub)
+        #expect(headers["pushworker-source-offset"] == "0")
+        #expect(headers["pushworker-reason"] == "invalidPayload")
+        #expect(headers["pushworker-dropped-because"] == "MSG_SIZE_TOO_LARGE")
+        #expect(!stub.headers.contains { $0.name == "apns-id" }, "the 1.2 MB header is dropped from the stub")
+        try await harness.shutdown()
+    }
+
     @Test func duplicateKeysAndDeepValuesGetTheirDocumentedResults() async throws {
         let runs = Runs()
         let harness = try await PushWorkerTestHarness.start(registry: Self.registry(runs))
