@@ -383,6 +383,11 @@ import Testing
         (255, false, "", WorkerOutcome.failed(.workerError, detail: "exit status 255")),
         (9, true, "", WorkerOutcome.failed(.workerError, detail: "killed by signal 9")),
         (15, true, "noData late\n", WorkerOutcome(.noData, reason: "late")),
+        // A reason starting with a combining mark (found by Fuzz/FuzzExecOutcome): the space before it is
+        // still the separator, so the result word is read.
+        (3, false, "failed \u{347}x\n", WorkerOutcome(.failed, reason: "\u{347}x")),
+        (0, false, "newData\u{301}\n", WorkerOutcome.newData),
+        (3, false, "newData\u{301}\n", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
     ])
     func outcomeMapping(_ status: Int32, _ signaled: Bool, _ stdout: String, _ expected: WorkerOutcome) {
         #expect(ExecWorker.outcome(status: status, signaled: signaled, stdout: Data(stdout.utf8)) == expected)
