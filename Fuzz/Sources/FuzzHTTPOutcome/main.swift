@@ -26,7 +26,12 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
            let text = object["result"] as? String, let result = BackgroundFetchResult(rawValue: text) {
             expected = result
         }
-        require(outcome.result == expected, "status \(status) gave \(outcome.result); JSONSerialization reads \(expected)", input: input)
+        // RFC 8259 leaves duplicate names unspecified (JSONDecoder keeps the first, JSONSerialization the
+        // last), so a body that may name `result` twice (literally or through a \u escape) is only checked
+        // for giving one of the three results.
+        let text = String(decoding: body, as: UTF8.self)
+        let ambiguous = text.components(separatedBy: "result").count > 2 || text.contains("\\u")
+        require(outcome.result == expected || ambiguous, "status \(status) gave \(outcome.result); JSONSerialization reads \(expected)", input: input)
     default:
         require(outcome.result == .failed && outcome.reason == .workerError && outcome.detail?.contains("\(status)") == true,
                 "status \(status) gave \(outcome)", input: input)
