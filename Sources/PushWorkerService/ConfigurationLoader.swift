@@ -55,6 +55,19 @@ extension ServiceConfiguration {
     /// Parses a JSON5 document over this configuration.
     /// - Throws: ``ConfigurationError``.
     public mutating func apply(json5 data: Data, file: String = "the config", environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        // Foundation's JSON5 scanner traps (a fatal error, not a thrown error) on some bytes that are not
+        // UTF-8, e.g. `{` followed by eight 0xFF bytes (found by Fuzz/FuzzConfiguration): check UTF-8 first.
+        var bytes = data.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var offset = 0
+        decoding: while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: break decoding
+            case .error:
+                throw ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: the bytes at offset \(offset) are not UTF-8")
+            }
+        }
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         let root: JSONValue

@@ -111,6 +111,8 @@ public final class RunningCommand: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         try await Task.sleep(for: .milliseconds(50))  // let the readers drain the pipes
+        // Breaks Foundation's Process reference cycle (its run loop source); returns at once, it has exited.
+        process.waitUntilExit()
         return process.terminationStatus
     }
 
@@ -129,6 +131,8 @@ public final class RunningCommand: Sendable {
 
     deinit {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        // Reaps it and breaks Foundation's Process reference cycle (see waitForExit).
+        process.waitUntilExit()
     }
 }
 

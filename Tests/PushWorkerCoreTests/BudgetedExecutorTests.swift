@@ -149,6 +149,8 @@ import Testing
         }, budget: .milliseconds(100)))
         #expect(report.outcome.reason?.rawValue == "timeout")
         #expect(await eventually(timeout: .seconds(6)) { executor.ignoredCancellationCount == 1 })
+        // The counter is raised just before the observer is called (on another task): wait for the event too.
+        #expect(await eventually(timeout: .seconds(6)) { events.value.count == 2 })
         #expect(events.value == [.timedOut(type: "stuck", worker: "swift:stuck"), .ignoredCancellation(type: "stuck", worker: "swift:stuck")])
         // A worker that stops at cancellation is reported as a timeout only.
         _ = await executor.run(makeJob(type: nil), on: RegisteredWorker(name: "polite", worker: ClosureWorker { _ in

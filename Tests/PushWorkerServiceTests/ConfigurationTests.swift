@@ -181,6 +181,19 @@ import Testing
         #expect(Self.error("{}", environment: ["PUSHWORKER_MAX_IN_FLIGHT": "lots"])?.key == "PUSHWORKER_MAX_IN_FLIGHT")
     }
 
+    /// Foundation's JSON5 scanner traps on this input (found by Fuzz/FuzzConfiguration): a file that is not
+    /// UTF-8 is a syntax error naming the offset, not a crash.
+    @Test func aFileThatIsNotUTF8IsASyntaxError() {
+        var configuration = ServiceConfiguration()
+        #expect {
+            try configuration.apply(json5: Data([0x7B] + [UInt8](repeating: 0xFF, count: 8)), file: "bad.json5", environment: [:])
+        } throws: { error in
+            let error = error as? ConfigurationError
+            return error?.code == .syntax && error?.message.contains("bad.json5") == true && error?.message.contains("offset 1") == true
+        }
+        #expect(Self.error("{ groupId: \"caf\u{E9}\" }") == nil)
+    }
+
     @Test func secretsAreMaskedInTheEffectiveConfiguration() throws {
         let configuration = try Self.load(#"""
             { kafka: { "bootstrap.servers": "x:1", "sasl.password": "hunter2", "ssl.key.password": "s3cret" },

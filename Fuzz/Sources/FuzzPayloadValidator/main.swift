@@ -1,0 +1,53 @@
+// Fuzzes PayloadValidator.validate(value:apnsExpiration:nowMs:) with the input as the record value.
+// Invariants besides "no crash":
+// - a rejected verdict always has a non-empty detail;
+// - a value over the size limit is always payloadTooLarge, and one within it never is (for the default
+//   4096-byte limit and for a small one, so that both sides of the limit are reached);
+// - an accepted value is valid UTF-8 and cJSON, called independently, parses it as an object;
+// - row 4 comes after rows 1–3: an accepted value with an `apns-expiration` in the past is `expired`, and
+//   with `0` (never expires) it is accepted with the same type.
+import CJSONReference
+import FuzzSupport
+import PushWorkerCore
+
+let defaultValidator = PayloadValidator()
+let smallValidator = PayloadValidator(maxPayloadBytes: 64)
+let nowMs: Int64 = 1_767_225_600_000
+
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let value = fuzzInput(data, size)
+    for validator in [defaultValidator, smallValidator] {
+        let verdict = validator.validate(value: value, apnsExpiration: nil, nowMs: nowMs)
+        switch verdict {
+        case .rejected(let result, let reason, let detail):
+            require(!detail.isEmpty, "rejected (\(result), \(reason)) with an empty detail", input: value)
+            if value.count > validator.maxPayloadBytes {
+                require(result == .failed && reason == .payloadTooLarge, "\(value.count) bytes over the \(validator.maxPayloadBytes)-byte limit gave \(reason)", input: value)
+            } else {
+                require(reason != .payloadTooLarge, "\(value.count) bytes within the \(validator.maxPayloadBytes)-byte limit gave payloadTooLarge", input: value)
+            }
+        case .accepted(let type):
+            require(value.count <= validator.maxPayloadBytes, "\(value.count) bytes over the limit accepted", input: value)
+            require(String(validating: value, as: UTF8.self) != nil, "accepted a value that is not valid UTF-8", input: value)
+            let kind = value.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { cjson_reference_kind($0.baseAddress, $0.count) }
+            }
+            require(kind == 1, "accepted a value cJSON does not parse as an object (kind \(kind))", input: value)
+            let expired = validator.validate(value: value, apnsExpiration: "1", nowMs: nowMs)
+            require(expired.isExpired, "accepted, but with apns-expiration 1 gave \(expired) instead of expired", input: value)
+            let never = validator.validate(value: value, apnsExpiration: "0", nowMs: nowMs)
+            require(never == .accepted(type: type), "accepted, but with apns-expiration 0 gave \(never)", input: value)
+        }
+    }
+    return 0
+}
+
+extension PayloadValidator.Verdict {
+    var isExpired: Bool {
+        if case .rejected(.noData, .expired, let detail) = self { return !detail.isEmpty }
+        return false
+    }
+}
+
+runFuzzer(fuzzOne)
