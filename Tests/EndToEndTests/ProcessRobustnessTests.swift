@@ -174,11 +174,12 @@ struct ProcessRobustnessTests {
         let config = try Self.runConfig(suffix: String(suffix))
         let broker = try startPushworker(["dev", "--broker-only", "--config", config])
         let servers = String((try await broker.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
-        // Results to read: 200 records' worth, so the reader goes away long before the command is done.
-        let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "results-\(suffix)", "--count", "200"])
+        // Records to print: about 400 KB of lines, far more than a pipe holds (64 KiB), so the command is
+        // still writing when the reader goes away.
+        let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "results-\(suffix)", "--count", "5000"])
         #expect(produced.status == 0)
         let exe = PushWorkerExecutable.url.path
-        let results = ["results", "--bootstrap-servers", servers, "--topic", "results-\(suffix)", "--from-beginning", "--count", "200", "--timeout", "60"]
+        let results = ["results", "--bootstrap-servers", servers, "--topic", "results-\(suffix)", "--from-beginning", "--count", "5000", "--timeout", "60"]
 
         let status = try RunningCommand(URL(fileURLWithPath: "/bin/bash"), [
             "-c", #""$0" "$@" 2>/dev/null | head -n 1 > /dev/null; echo "${PIPESTATUS[0]}""#, exe,
