@@ -164,8 +164,9 @@ import Testing
         let log = RunLog()
         let collector = ResultCollector()
         var registry = WorkerRegistry()
-        registry.register(type: "slow", worker: log.worker(sleeping: .milliseconds(450)), budget: .seconds(2))
-        registry.register(type: "quick", worker: log.worker(sleeping: .milliseconds(50)), budget: .milliseconds(300))
+        // Margins for a loaded machine (or ThreadSanitizer's slowdown): the quick job needs 50 ms of its 1 s.
+        registry.register(type: "slow", worker: log.worker(sleeping: .milliseconds(1500)), budget: .seconds(5))
+        registry.register(type: "quick", worker: log.worker(sleeping: .milliseconds(50)), budget: .seconds(1))
         let dispatcher = JobDispatcher(registry: registry, maxInFlight: 1, executor: BudgetedExecutor(), onResult: collector.onResult)
         dispatcher.submit([record(0, type: "slow"), record(1, type: "quick")])
         #expect(dispatcher.waitingCount == 1)
@@ -173,24 +174,25 @@ import Testing
         let slow = try #require(collector.result(offset: 0))
         let quick = try #require(collector.result(offset: 1))
         #expect(slow.result == .newData)
-        // The quick record waited ~450 ms, longer than its 300 ms budget, but the budget starts at its worker's start.
+        // The quick record waited ~1.5 s, longer than its 1 s budget, but the budget starts at its worker's start.
         #expect(quick.result == .newData, "the waiting record timed out: \(quick.reason?.rawValue ?? "") \(quick.detail ?? "")")
         #expect(quick.reason == nil)
         let quickStarted = try #require(quick.startedAtMs)
         #expect(quickStarted >= slow.finishedAtMs - 5)
-        #expect(quickStarted - quick.receivedAtMs >= 400)
-        #expect(quick.durationMs >= 45 && quick.durationMs < 300)
+        #expect(quickStarted - quick.receivedAtMs >= 1400)
+        #expect(quick.durationMs >= 45 && quick.durationMs < 1000)
     }
 
     @Test(.timeLimit(.minutes(1)))
     func waitingBehindItsKeyDoesNotUseTheBudget() async throws {
         let log = RunLog()
         let collector = ResultCollector()
-        let dispatcher = dispatcher(log, sleeping: .milliseconds(100), maxInFlight: 4, collector: collector, budget: .milliseconds(300))
-        // Six records of one key: the last ones wait 400–500 ms, longer than the 300 ms budget.
-        dispatcher.submit((0..<6).map { record(Int64($0), key: "same") })
+        let dispatcher = dispatcher(log, sleeping: .milliseconds(100), maxInFlight: 4, collector: collector, budget: .seconds(1))
+        // Fifteen records of one key: the last ones wait 1.1–1.4 s, longer than the 1 s budget (each run needs
+        // 100 ms of it: room for a loaded machine or ThreadSanitizer's slowdown).
+        dispatcher.submit((0..<15).map { record(Int64($0), key: "same") })
         #expect(await idle(dispatcher))
-        #expect(collector.all.count == 6)
+        #expect(collector.all.count == 15)
         #expect(collector.all.allSatisfy { $0.result == .newData }, "\(collector.all.map { $0.reason?.rawValue ?? "-" })")
     }
 
