@@ -119,7 +119,7 @@ struct ProcessRobustnessTests {
     /// counts the dropped lines on /metrics and stops gracefully.
     @Test func aClosedStderrNeverStopsTheService() async throws {
         let suffix = UUID().uuidString.prefix(8).lowercased()
-        let port = try freeLoopbackPort()
+        let port = try LoopbackPort.free()
         let config = try Self.runConfig(suffix: String(suffix), http: #"httpServer: { host: "127.0.0.1", port: \#(port) },"#)
         let broker = try startPushworker(["dev", "--broker-only", "--config", config])
         let servers = String((try await broker.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
@@ -195,20 +195,4 @@ struct ProcessRobustnessTests {
         broker.signal(SIGTERM)
         _ = try await broker.waitForExit()
     }
-}
-
-/// A free TCP port on 127.0.0.1 (bound, read, released).
-func freeLoopbackPort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw RunningCommandError("no free port on 127.0.0.1") }
-    return UInt16(bigEndian: address.sin_port)
 }

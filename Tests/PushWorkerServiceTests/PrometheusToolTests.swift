@@ -32,22 +32,6 @@ enum ExternalTool {
         }
         return path
     }
-
-    /// A free TCP port on 127.0.0.1 (bound, read, released).
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw ProbeFailure("no free port") }
-        return UInt16(bigEndian: address.sin_port)
-    }
 }
 
 /// A real scrape checked by `promtool check metrics`, and a real Prometheus scraping the running service.
@@ -151,7 +135,7 @@ struct PrometheusToolTests {
                 static_configs:
                   - targets: ['\(address)']
             """.write(to: config, atomically: true, encoding: .utf8)
-        let port = try ExternalTool.freePort()
+        let port = try LoopbackPort.free()
         let log = directory.appendingPathComponent("prometheus.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
