@@ -5,8 +5,11 @@
 //   4096-byte limit and for a small one, so that both sides of the limit are reached);
 // - an accepted value is valid UTF-8 and cJSON, called independently, parses it as an object;
 // - row 4 comes after rows 1–3: an accepted value with an `apns-expiration` in the past is `expired`, and
-//   with `0` (never expires) it is accepted with the same type.
+//   with `0` (never expires) it is accepted with the same type;
+// - the type is exact: where Foundation's JSONSerialization (an independent parser) reads the accepted
+//   value, its string "type" is the verdict's type, all bytes kept (a `\u0000` never cuts it).
 import CJSONReference
+import Foundation
 import FuzzSupport
 import PushWorkerCore
 
@@ -38,6 +41,10 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             require(expired.isExpired, "accepted, but with apns-expiration 1 gave \(expired) instead of expired", input: value)
             let never = validator.validate(value: value, apnsExpiration: "0", nowMs: nowMs)
             require(never == .accepted(type: type), "accepted, but with apns-expiration 0 gave \(never)", input: value)
+            if let object = try? JSONSerialization.jsonObject(with: Data(value)) as? [String: Any] {
+                let reference = object["type"] as? String
+                require(reference == type, "accepted with type \(String(reflecting: type)), JSONSerialization reads \(String(reflecting: reference))", input: value)
+            }
         }
     }
     return 0
