@@ -25,6 +25,14 @@ public final class KafkaConsumer: Sendable {
     private let client: KafkaClient
     private let closed = Atomic<Bool>(false)
     private let topicNames = Mutex(TopicNameCache())
+    /// Set by the rebalance callback when the group first assigns partitions (an empty list included).
+    private let firstAssignment: FirstAssignment
+
+    /// Whether the consumer group has given this member its first assignment; shared with the rebalance
+    /// callback, which is created before the consumer.
+    private final class FirstAssignment: Sendable {
+        let arrived = Atomic<Bool>(false)
+    }
 
     /// Creates a consumer. Offsets are stored only by ``storeOffsets(_:)`` when the configuration sets
     /// `enable.auto.offset.store=false`, as at-least-once processing needs.
@@ -42,6 +50,8 @@ public final class KafkaConsumer: Sendable {
         onRebalance: @escaping @Sendable (KafkaRebalanceEvent) -> Void = { _ in },
         onStatistics: KafkaStatisticsHandler? = nil
     ) throws {
+        let firstAssignment = FirstAssignment()
+        self.firstAssignment = firstAssignment
         let callbacks = KafkaCallbacks(log: logHandler, rebalance: { rk, err, list in
             let partitions = PartitionList.read(list).map(\.topicPartition)
             let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
@@ -53,6 +63,7 @@ public final class KafkaConsumer: Sendable {
             }
             switch err {
             case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+                firstAssignment.arrived.store(true, ordering: .releasing)
                 if cooperative {
                     report("incremental assign", rd_kafka_incremental_assign(rk, list))
                 } else {
@@ -266,10 +277,40 @@ public final class KafkaConsumer: Sendable {
     /// - Throws: ``KafkaError/Code/consumer`` if closing failed.
     public func close() throws {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        awaitFirstAssignmentIfJoined()
         let err = rd_kafka_consumer_close(client.handle)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "close", err) }
     }
 
     /// The name librdkafka gave this client.
     public var name: String { client.name }
+
+    /// The longest ``close()`` waits for the group's first assignment of a member that has joined
+    /// (``awaitFirstAssignmentIfJoined()``): 10 s.
+    static let firstAssignmentWaitMs = 10_000
+
+    /// Works around librdkafka issue #4312 (fixed in 2.3.0): a consumer whose group chose the sticky
+    /// assignor (`cooperative-sticky`, pushworker's default) at its JoinGroup, but which has not yet been
+    /// given its first assignment, aborts the whole process when destroyed (`rd_kafka_cgrp_destroy_final`
+    /// frees the assignor's state without checking it exists; the state is made with the first
+    /// assignment: "Assertion `assignor_state' failed"). So when such a consumer is closed (a SIGTERM just
+    /// after start-up, while the group rebalances), it first serves the consumer queue until the first
+    /// assignment arrives, at most ``firstAssignmentWaitMs``. Records that arrive meanwhile are dropped
+    /// unprocessed, their offsets never stored: they are read again by whoever owns their partition next.
+    /// A member that has no member id has not had a JoinGroup answered, so nothing is waited for.
+    private func awaitFirstAssignmentIfJoined() {
+        guard rd_kafka_version() < 0x0203_0000, !firstAssignment.arrived.load(ordering: .acquiring), memberId != nil else { return }
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Self.firstAssignmentWaitMs))
+        while !firstAssignment.arrived.load(ordering: .acquiring) && ContinuousClock.now < deadline {
+            if let message = rd_kafka_consumer_poll(client.handle, 100) { rd_kafka_message_destroy(message) }
+        }
+    }
+
+    /// The member id the group coordinator gave this member at its JoinGroup (`rd_kafka_memberid`), or
+    /// `nil` before that.
+    public var memberId: String? {
+        guard let id = rd_kafka_memberid(client.handle) else { return nil }
+        defer { rd_kafka_mem_free(client.handle, id) }
+        return id.pointee == 0 ? nil : String(cString: id)
+    }
 }
