@@ -15,6 +15,10 @@ cd "$(dirname "$0")"
 fuzz_dir=$PWD
 scratch=$(cd .. && pwd)/.build-fuzz
 seconds=${1:-60}
+if ! [[ $seconds =~ ^[0-9]+$ ]]; then
+    echo "usage: Fuzz/run.sh [SECONDS_PER_TARGET] [TARGET...]: '$seconds' is not a number of seconds" >&2
+    exit 2
+fi
 shift || true
 all=(FuzzPayloadValidator FuzzAPNsExpiration FuzzTraceContext FuzzExecOutcome FuzzHTTPOutcome FuzzConfiguration)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all[@]}"); fi
