@@ -9,7 +9,8 @@ import Testing
 
     /// `content-update` and `ok` are registered; `seen` gets every job a worker ran.
     func dispatcher(_ collector: ResultCollector, seen: Locked<[Job]> = Locked([]), withDefault: Bool = false) -> JobDispatcher {
-        var registry = WorkerRegistry(defaultBudget: .seconds(5))
+        // Far more than the jobs need: only a stalled machine (ThreadSanitizer, load) comes near it.
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
         for type in ["content-update", "ok"] {
             registry.register(type: type, worker: ClosureWorker { job in
                 seen.withLock { $0.append(job) }

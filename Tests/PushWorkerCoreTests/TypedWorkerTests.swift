@@ -26,7 +26,7 @@ import Testing
 
     func run(_ json: String, calls: Calls) async -> ExecutionReport {
         let job = Job(messageId: "m", type: "content-update", value: Array(json.utf8), source: RecordSource(topic: "t", partition: 0, offset: 0))
-        return await BudgetedExecutor().run(job, on: RegisteredWorker(name: "typed", worker: ContentUpdateWorker(calls: calls), budget: .seconds(5)))
+        return await BudgetedExecutor().run(job, on: RegisteredWorker(name: "typed", worker: ContentUpdateWorker(calls: calls), budget: .seconds(60)))
     }
 
     @Test(.timeLimit(.minutes(1))) func decodedPayloadReachesTheWorker() async {
