@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "PushWorkerCore", targets: ["PushWorkerCore"]),
         .library(name: "PushWorkerKafka", targets: ["PushWorkerKafka"]),
         .library(name: "PushWorkerService", targets: ["PushWorkerService"]),
+        .library(name: "PushWorkerCLI", targets: ["PushWorkerCLI"]),
         .library(name: "PushWorkerTesting", targets: ["PushWorkerTesting"]),
         .library(name: "PushWorkerMetrics", targets: ["PushWorkerMetrics"]),
         .library(name: "PushWorkerEndpoints", targets: ["PushWorkerEndpoints"]),
@@ -40,16 +41,21 @@ let package = Package(
         .target(name: "PushWorkerMetrics"),
         // All C of libmicrohttpd: a small GET/HEAD endpoint server.
         .target(name: "PushWorkerEndpoints", dependencies: ["CMicroHTTPD"]),
-        // Joins Kafka and the core: the pipeline, configuration, metrics and health, the command line.
+        // Joins Kafka and the core: the pipeline, configuration, metrics and health. A library: it never writes
+        // to stdout, never calls `exit` and never installs signal handlers.
         .target(name: "PushWorkerService", dependencies: ["PushWorkerKafka", "PushWorkerCore", "PushWorkerMetrics", "PushWorkerEndpoints"]),
+        // The command line (`run`, `dev`, `produce`, `results`, `redrive`, `check-config`, `bench`): arguments,
+        // stdout output, exit statuses and signal handling; custom executables build on `PushWorkerCommandLine`.
+        .target(name: "PushWorkerCLI", dependencies: ["PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
         // Testing kit for worker authors.
         .target(name: "PushWorkerTesting", dependencies: ["PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
-        .executableTarget(name: "pushworker", dependencies: ["PushWorkerService"]),
+        .executableTarget(name: "pushworker", dependencies: ["PushWorkerCLI"]),
         .testTarget(name: "PushWorkerCoreTests", dependencies: ["PushWorkerCore", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerKafkaTests", dependencies: ["PushWorkerKafka"]),
         .testTarget(name: "PushWorkerMetricsTests", dependencies: ["PushWorkerMetrics"]),
         .testTarget(name: "PushWorkerEndpointsTests", dependencies: ["PushWorkerEndpoints", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerServiceTests", dependencies: ["PushWorkerService", "PushWorkerTesting", "PushWorkerMetrics"]),
+        .testTarget(name: "PushWorkerCLITests", dependencies: ["PushWorkerCLI", "PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerKafka", "PushWorkerTesting"]),
     ],
     swiftLanguageModes: [.v6]

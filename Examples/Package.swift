@@ -22,6 +22,7 @@ let package = Package(
         // A custom `pushworker`: the whole command line plus the content-update worker.
         .executableTarget(name: "content-pushworker", dependencies: [
             "ContentUpdateWorker",
+            .product(name: "PushWorkerCLI", package: "pushworker"),
             .product(name: "PushWorkerService", package: "pushworker"),
         ]),
         .testTarget(name: "ContentUpdateWorkerTests", dependencies: [

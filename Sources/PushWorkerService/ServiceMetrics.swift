@@ -160,7 +160,7 @@ final class ServiceMetrics: Sendable {
         deliveryRetries.increment(by: 0)
         requestTimeouts.increment(by: 0, labels: [Client.consumer.rawValue])
         requestTimeouts.increment(by: 0, labels: [Client.producer.rawValue])
-        buildInfo.set(1, labels: [PushWorkerCommandLine.version, KafkaLibrary.versionString])
+        buildInfo.set(1, labels: [PushWorkerService.version, KafkaLibrary.versionString])
         logLinesDropped.increment(by: 0)
         registry.onCollect { [weak self] in
             guard let self else { return }

@@ -123,7 +123,7 @@ struct MetricsEndpointTests {
         #expect(metrics["pushworker_kafka_producer_queue_messages"] == 0)
         #expect(metrics[#"pushworker_kafka_request_timeouts_total{client="consumer"}"#] != nil)
         #expect(metrics[#"pushworker_kafka_statistics_age_seconds{client="consumer"}"#] != nil)
-        #expect(metrics[#"pushworker_build_info{version="\#(PushWorkerCommandLine.version)",librdkafka="\#(KafkaLibrary.versionString)"}"#] == 1)
+        #expect(metrics[#"pushworker_build_info{version="\#(PushWorkerService.version)",librdkafka="\#(KafkaLibrary.versionString)"}"#] == 1)
 
         let scrape = try await HTTPProbe.request(base + "/metrics")
         #expect(scrape.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")

@@ -1,6 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
+import PushWorkerService
 
 /// `pushworker dev [--config FILE] [--broker-only] [--samples] [--brokers N]`.
 struct DevCommand {

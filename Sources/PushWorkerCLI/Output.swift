@@ -35,10 +35,7 @@ public enum Output {
     /// `value` as JSON text with sorted keys and unescaped slashes (one line, or indented when `pretty`),
     /// as the commands print JSON.
     static func json(_ value: JSONValue, pretty: Bool = false) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(value) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        value.jsonText(pretty: pretty)
     }
 
     /// Writes one line to stderr.

@@ -1,4 +1,5 @@
 import PushWorkerCore
+import PushWorkerService
 
 /// `pushworker run [--config FILE] [--bootstrap-servers HOSTS]`: the service.
 struct RunCommand {

@@ -1,6 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
+import PushWorkerService
 import Synchronization
 
 /// The `pushworker` command line (contract section 5): `run`, `dev`, `produce`, `results`, `redrive`, `check-config`
@@ -109,8 +110,8 @@ public struct PushWorkerCommandLine: Sendable {
         }
     }
 
-    /// pushworker's version.
-    public static let version = "0.1.0"
+    /// pushworker's version (``PushWorkerService/version``, which `/metrics` reports too).
+    public static let version = PushWorkerService.version
 
     /// Loads the configuration for `run`/`check-config`: `--config`, else `$PUSHWORKER_CONFIG`, else the
     /// built-in defaults, then the environment, then `--bootstrap-servers`.
