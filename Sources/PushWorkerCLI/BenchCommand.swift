@@ -46,8 +46,8 @@ struct BenchCommand {
         let maxInFlight = try parser.int("max-in-flight", in: 1...1_000_000) ?? 1024
         let latencyRate = try parser.int("latency-rate", in: 1...1_000_000) ?? 20_000
         let latencySeconds = try parser.double("latency-seconds", in: 0...600) ?? 3
-        Logger.bootstrap(level: .warning)
-        let logger = Logger(label: "pushworker.bench")
+        PushWorkerLogger.bootstrap(level: .warning)
+        let logger = PushWorkerLogger(label: "pushworker.bench")
         let cluster = try EmbeddedKafkaCluster(brokers: 1, logHandler: logger.kafkaLogHandler)
         defer { cluster.shutdown() }
         let servers = cluster.bootstrapServers

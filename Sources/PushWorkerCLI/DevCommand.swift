@@ -32,12 +32,12 @@ struct DevCommand {
         let brokers = try parser.int("brokers", in: 1...9) ?? 1
         let fallback = FileManager.default.fileExists(atPath: "config/pushworker.json5") ? "config/pushworker.json5" : nil
         var (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: nil, fallbackPath: fallback)
-        Logger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
-        let logger = Logger(label: "pushworker.dev")
+        PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
+        let logger = PushWorkerLogger(label: "pushworker.dev")
         logger.info("configuration loaded", metadata: ["source": source])
         // Routes and Swift workers' own settings are checked before anything starts or is printed.
         let registry = parser.has("broker-only") ? nil : try commandLine.makeRegistry(configuration)
-        let cluster = try EmbeddedKafkaCluster(brokers: brokers, logHandler: Logger(label: "pushworker.embedded-cluster").kafkaLogHandler)
+        let cluster = try EmbeddedKafkaCluster(brokers: brokers, logHandler: PushWorkerLogger(label: "pushworker.embedded-cluster").kafkaLogHandler)
         defer { cluster.shutdown() }
         let replication = min(brokers, 3)
         let topics = configuration.inputTopics + configuration.outputTopics

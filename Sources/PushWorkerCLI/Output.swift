@@ -7,7 +7,7 @@ import Synchronization
 /// When stdout is closed or its reader has gone (`pushworker results ... | head -1`), the command ends
 /// quietly, as `cat` does: by SIGPIPE's default action (exit status 141 in a shell) for a broken pipe,
 /// with status 1 for any other write error. A failed write to stderr is dropped and counted
-/// (``Logger/droppedLineCount``).
+/// (``PushWorkerLogger/droppedLineCount``).
 public enum Output {
     private static let lock = Mutex(())
 
@@ -40,6 +40,6 @@ public enum Output {
 
     /// Writes one line to stderr.
     public static func error(_ text: String) {
-        if StandardStream.error.writeLine(text) != nil { Logger.countDroppedLine() }
+        if StandardStream.error.writeLine(text) != nil { PushWorkerLogger.countDroppedLine() }
     }
 }

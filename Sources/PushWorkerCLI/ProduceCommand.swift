@@ -64,7 +64,7 @@ struct ProduceCommand {
         }
         let producer = try KafkaProducer(
             configuration: KafkaConfiguration(["bootstrap.servers": servers, "message.timeout.ms": String(Int(timeout * 1000))]),
-            logHandler: Logger(label: "pushworker.produce").kafkaLogHandler)
+            logHandler: PushWorkerLogger(label: "pushworker.produce").kafkaLogHandler)
         let total = count * values.count
         let counts = DeliveryCounts()
         let interval = rate.map { 1.0 / $0 }

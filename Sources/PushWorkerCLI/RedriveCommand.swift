@@ -54,7 +54,7 @@ struct RedriveCommand {
         let timeout = try parser.double("timeout", in: 0.1...86_400) ?? 10
         let dryRun = parser.has("dry-run")
         let (configuration, _) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
-        Logger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
+        PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         for option in ["topic", "to", "group"] where parser.value(option)?.isEmpty == true {
             throw CommandLineError(.usage, "pushworker redrive: --\(option) needs a non-empty value")
         }
@@ -78,7 +78,7 @@ struct RedriveCommand {
         consumerProperties["group.id"] = group
         consumerProperties["enable.auto.commit"] = "false"
         consumerProperties["enable.auto.offset.store"] = "false"
-        let kafkaLog = Logger(label: "pushworker.redrive").kafkaLogHandler
+        let kafkaLog = PushWorkerLogger(label: "pushworker.redrive").kafkaLogHandler
         let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog)
         let reports = DeliveryReports()
         let producer = dryRun ? nil : try KafkaProducer(configuration: configuration.producerProperties, logHandler: kafkaLog, onDelivery: reports.add)
@@ -109,7 +109,7 @@ struct RedriveCommand {
             throw CommandLineError(.failure, "pushworker redrive: cannot read the dead-letter topic \(topic) (\(error.message)); check the brokers (--bootstrap-servers, --config) and the topic name")
         }
         var ends = range.ends
-        Logger(label: "pushworker.redrive").info(dryRun ? "listing dead letters" : "sending dead letters back", metadata: [
+        PushWorkerLogger(label: "pushworker.redrive").info(dryRun ? "listing dead letters" : "sending dead letters back", metadata: [
             "topic": topic, "group": group, "waiting": String(range.waiting),
             "from": range.fresh ? "the beginning (nothing committed yet for this group)" : "the group's committed offsets",
         ])
@@ -207,7 +207,7 @@ struct RedriveCommand {
             if isStub(record) {
                 stubs.insert(index)
                 let header = { (name: String) in record.headers.first { $0.name == name }?.value.map { String(decoding: $0, as: UTF8.self) } ?? "" }
-                Logger(label: "pushworker.redrive").warning("skipping a stub dead letter: its record was too large to keep, nothing to send back", metadata: [
+                PushWorkerLogger(label: "pushworker.redrive").warning("skipping a stub dead letter: its record was too large to keep, nothing to send back", metadata: [
                     "deadLetter": "\(record.topicPartition)@\(record.offset)", "sourceTopic": header(DeadLetterRecord.Header.sourceTopic),
                     "sourcePartition": header(DeadLetterRecord.Header.sourcePartition), "sourceOffset": header(DeadLetterRecord.Header.sourceOffset),
                     "droppedBecause": header(DeadLetterRecord.Header.droppedBecause),

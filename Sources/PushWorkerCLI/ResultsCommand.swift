@@ -40,7 +40,7 @@ struct ResultsCommand {
         defer { withExtendedLifetime(watcher) {} }
         let printed = try await DedicatedThread.run(name: "pushworker-results") { () throws -> Int in
             let consumer = try KafkaConsumer.reader(
-                configuration: KafkaConfiguration(["bootstrap.servers": servers]), logHandler: Logger(label: "pushworker.results").kafkaLogHandler)
+                configuration: KafkaConfiguration(["bootstrap.servers": servers]), logHandler: PushWorkerLogger(label: "pushworker.results").kafkaLogHandler)
             let partitions = try consumer.partitions(of: topic, timeoutMs: Int32(min(10_000, max(1_000, timeout * 1000))))
             try consumer.assign(partitions.map { TopicPartitionOffset($0, offset: fromBeginning ? KafkaConsumer.offsetBeginning : KafkaConsumer.offsetEnd) })
             let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(timeout * 1000)))

@@ -27,8 +27,8 @@ struct RunCommand {
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
         let (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
-        Logger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
-        Logger(label: "pushworker").info("configuration loaded", metadata: ["source": source])
+        PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
+        PushWorkerLogger(label: "pushworker").info("configuration loaded", metadata: ["source": source])
         let service = PushWorkerService(configuration: configuration, registry: try commandLine.makeRegistry(configuration))
         let watcher = SignalWatcher { service.shutdown() }
         defer { withExtendedLifetime(watcher) {} }

@@ -52,13 +52,13 @@ public final class BudgetedExecutor: Sendable {
     ///   - logger: where timeouts and ignored cancellations are logged (warning).
     ///   - observer: told of each ``BudgetEvent`` (for metrics), on the deadline thread or the worker's
     ///     task. Keep it short; default none.
-    public init(logger: Logger = Logger(label: "pushworker.executor"), observer: (@Sendable (BudgetEvent) -> Void)? = nil) {
+    public init(logger: PushWorkerLogger = PushWorkerLogger(label: "pushworker.executor"), observer: (@Sendable (BudgetEvent) -> Void)? = nil) {
         reporting = Reporting(timer: DeadlineTimer(), logger: logger, counters: Counters(), observer: observer, grace: Self.cancellationGrace)
     }
 
     /// An executor with another cancellation grace (tests).
     init(cancellationGrace: Duration) {
-        reporting = Reporting(timer: DeadlineTimer(), logger: Logger(label: "pushworker.executor"), counters: Counters(), observer: nil, grace: cancellationGrace)
+        reporting = Reporting(timer: DeadlineTimer(), logger: PushWorkerLogger(label: "pushworker.executor"), counters: Counters(), observer: nil, grace: cancellationGrace)
     }
 
     deinit { reporting.timer.stop() }
@@ -77,7 +77,7 @@ public final class BudgetedExecutor: Sendable {
     public func run(_ job: Job, on registered: RegisteredWorker, completion: @escaping @Sendable (ExecutionReport) -> Void) {
         var started = job
         let start = ContinuousClock.now
-        let startedAtMs = Clock.nowMs()
+        let startedAtMs = WallClock.nowMs()
         started.start(budget: registered.budget, at: start)
         let job = started
         let run = WorkerRun()
@@ -109,7 +109,7 @@ public final class BudgetedExecutor: Sendable {
             if run.finishAndClaim() {
                 timer.cancel(entry)
                 completion(ExecutionReport(
-                    outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(),
+                    outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: WallClock.nowMs(),
                     durationMs: Self.milliseconds(start.duration(to: end)), timedOut: false))
             } else if deadline.duration(to: end) > reporting.grace && run.flagIgnoredCancellation() {
                 // Finished past the grace before the grace check ran (a busy deadline thread).
@@ -140,7 +140,7 @@ public final class BudgetedExecutor: Sendable {
     /// budget runs out.
     private struct Reporting: Sendable {
         let timer: DeadlineTimer
-        let logger: Logger
+        let logger: PushWorkerLogger
         let counters: Counters
         let observer: (@Sendable (BudgetEvent) -> Void)?
         /// ``BudgetedExecutor/cancellationGrace``, or a longer one in tests that run on a loaded machine.
@@ -170,7 +170,7 @@ public final class BudgetedExecutor: Sendable {
             }
             completion(ExecutionReport(
                 outcome: .failed(.timeout, detail: "the worker ran past its budget of \(BudgetedExecutor.format(budgetMs)) ms"),
-                startedAtMs: startedAtMs, finishedAtMs: Clock.nowMs(), durationMs: budgetMs, timedOut: true))
+                startedAtMs: startedAtMs, finishedAtMs: WallClock.nowMs(), durationMs: budgetMs, timedOut: true))
         }
 
         /// Counts and logs a run that went on past its deadline's cancellation grace.

@@ -57,7 +57,7 @@ public struct Job: Sendable {
     ) {
         self.init(
             messageId: messageId, type: type, value: value, key: key, headers: headers, source: source,
-            traceparentHeader: traceparent.map { Array($0.utf8) }, attempt: attempt, notStartedAt: deadline, placeholderMs: Clock.wallMs(at: deadline))
+            traceparentHeader: traceparent.map { Array($0.utf8) }, attempt: attempt, notStartedAt: deadline, placeholderMs: WallClock.wallMs(at: deadline))
     }
 
     /// The header that counts the runs a record has already had: `pushworker-attempts`, a decimal integer.
@@ -122,7 +122,7 @@ public struct Job: Sendable {
     /// Sets the deadline (called by the executor when the worker starts).
     mutating func start(budget: Duration, at start: ContinuousClock.Instant) {
         deadline = start.advanced(by: budget)
-        deadlineMs = Clock.wallMs(at: deadline)
+        deadlineMs = WallClock.wallMs(at: deadline)
     }
 }
 

@@ -165,7 +165,7 @@ struct JSONWriter {
     /// A quoted RFC 3339 timestamp from UNIX milliseconds.
     mutating func timestamp(_ ms: Int64) {
         bytes.append(0x22)
-        Clock.appendRFC3339(ms: ms, to: &bytes)
+        WallClock.appendRFC3339(ms: ms, to: &bytes)
         bytes.append(0x22)
     }
 

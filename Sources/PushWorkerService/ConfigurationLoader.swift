@@ -304,15 +304,15 @@ extension ServiceConfiguration {
         }
     }
 
-    private static func parseLevel(_ value: String, key: String) throws -> Logger.Level {
-        guard let level = Logger.Level(rawValue: value.lowercased()) else {
-            throw ConfigurationError(.invalidValue, key: key, "must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got '\(value)'")
+    private static func parseLevel(_ value: String, key: String) throws -> PushWorkerLogger.Level {
+        guard let level = PushWorkerLogger.Level(rawValue: value.lowercased()) else {
+            throw ConfigurationError(.invalidValue, key: key, "must be one of \(PushWorkerLogger.Level.allCases.map(\.rawValue).joined(separator: ", ")), got '\(value)'")
         }
         return level
     }
 
-    private static func parseFormat(_ value: String, key: String) throws -> Logger.Format {
-        guard let format = Logger.Format(rawValue: value.lowercased()) else {
+    private static func parseFormat(_ value: String, key: String) throws -> PushWorkerLogger.Format {
+        guard let format = PushWorkerLogger.Format(rawValue: value.lowercased()) else {
             throw ConfigurationError(.invalidValue, key: key, "must be text or json, got '\(value)'")
         }
         return format

@@ -105,7 +105,7 @@ package enum DeadLetterRecord {
         add(Header.sourceTopic, input.source.topic)
         add(Header.sourcePartition, String(input.source.partition))
         add(Header.sourceOffset, String(input.source.offset))
-        add(Header.failedAt, Clock.rfc3339(ms: result.finishedAtMs))
+        add(Header.failedAt, WallClock.rfc3339(ms: result.finishedAtMs))
         return KafkaOutgoingRecord(topic: topic, key: input.key, value: input.value, headers: headers)
     }
 }

@@ -49,9 +49,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// (``checkRoutes(_:)``).
     public var permittedTypes: [String]?
     /// The log level. Default `info`.
-    public var logLevel: Logger.Level = .info
+    public var logLevel: PushWorkerLogger.Level = .info
     /// The log format. Default `text`.
-    public var logFormat: Logger.Format = .text
+    public var logFormat: PushWorkerLogger.Format = .text
     /// The embedded cluster of `pushworker dev`: partitions per input topic (default 4).
     public var devPartitions = 4
     /// The HTTP server of `/metrics`, `/healthz` and `/readyz` (`httpServer`): enabled on 0.0.0.0:9400 by

@@ -257,7 +257,7 @@ struct MetricsEndpointTests {
         var registry = WorkerRegistry()
         registry.register(type: "ok", worker: ClosureWorker { _ in .newData })
         // onResult runs on the results producer's poll thread: blocking it there wedges that thread.
-        let service = PushWorkerService(configuration: configuration, registry: registry, logger: Logger(label: "test"), onResult: { _ in
+        let service = PushWorkerService(configuration: configuration, registry: registry, logger: PushWorkerLogger(label: "test"), onResult: { _ in
             Thread.sleep(forTimeInterval: 5)
         }, stallThreshold: .milliseconds(1500))
         let running = Task { try await service.run() }

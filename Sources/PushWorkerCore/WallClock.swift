@@ -1,7 +1,7 @@
 import Foundation
 
 /// Wall-clock helpers: UNIX milliseconds and RFC 3339 timestamps.
-public enum Clock {
+public enum WallClock {
     /// Now, in milliseconds since the UNIX epoch.
     @inline(__always)
     public static func nowMs() -> Int64 {
