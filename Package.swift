@@ -6,11 +6,13 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "pushworker", targets: ["pushworker"]),
+        .library(name: "PushWorkerAPI", targets: ["PushWorkerAPI"]),
         .library(name: "PushWorkerCore", targets: ["PushWorkerCore"]),
         .library(name: "PushWorkerKafka", targets: ["PushWorkerKafka"]),
         .library(name: "PushWorkerService", targets: ["PushWorkerService"]),
         .library(name: "PushWorkerCLI", targets: ["PushWorkerCLI"]),
         .library(name: "PushWorkerTesting", targets: ["PushWorkerTesting"]),
+        .library(name: "PushWorkerProbe", targets: ["PushWorkerProbe"]),
         .library(name: "PushWorkerMetrics", targets: ["PushWorkerMetrics"]),
         .library(name: "PushWorkerEndpoints", targets: ["PushWorkerEndpoints"]),
     ],
@@ -35,8 +37,13 @@ let package = Package(
         ),
         // All C of librdkafka lives here (cJSON reads its statistics).
         .target(name: "PushWorkerKafka", dependencies: ["CRdKafka", "CCJSON"]),
-        // Payloads, routing, budgets, results, built-in workers: knows nothing of Kafka.
-        .target(name: "PushWorkerCore", dependencies: ["CCJSON"]),
+        // The worker author's API: Worker, TypedWorker, Job, WorkerOutcome, WorkerRegistry, TraceContext,
+        // JSONValue, the budgeted executor, the logger. The toolchain's modules only (no C, no
+        // FoundationNetworking), so a worker package builds without any -dev package (.ci/check-worker-api.py).
+        .target(name: "PushWorkerAPI"),
+        // Validation, dispatch, the built-in exec/http/noop workers: knows nothing of Kafka. Re-exports
+        // PushWorkerAPI.
+        .target(name: "PushWorkerCore", dependencies: ["PushWorkerAPI", "CCJSON"]),
         // Prometheus metric types and the text exposition format: pure Swift, no dependencies.
         .target(name: "PushWorkerMetrics"),
         // All C of libmicrohttpd: a small GET/HEAD endpoint server.
@@ -47,8 +54,10 @@ let package = Package(
         // The command line (`run`, `dev`, `produce`, `results`, `redrive`, `check-config`, `bench`): arguments,
         // stdout output, exit statuses and signal handling; custom executables build on `PushWorkerCommandLine`.
         .target(name: "PushWorkerCLI", dependencies: ["PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
-        // Testing kit for worker authors.
-        .target(name: "PushWorkerTesting", dependencies: ["PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
+        // WorkerProbe: runs a worker under a budget with a hand-built job; needs only the worker API.
+        .target(name: "PushWorkerProbe", dependencies: ["PushWorkerAPI"]),
+        // Testing kit for worker authors (re-exports PushWorkerProbe).
+        .target(name: "PushWorkerTesting", dependencies: ["PushWorkerProbe", "PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
         .executableTarget(name: "pushworker", dependencies: ["PushWorkerCLI"]),
         .testTarget(name: "PushWorkerCoreTests", dependencies: ["PushWorkerCore", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerKafkaTests", dependencies: ["PushWorkerKafka"]),

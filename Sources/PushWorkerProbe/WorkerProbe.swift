@@ -1,5 +1,5 @@
 import Foundation
-import PushWorkerCore
+import PushWorkerAPI
 
 /// Calls a worker directly, under a budget, with a hand-built job: the quickest test of a worker, without
 /// Kafka.

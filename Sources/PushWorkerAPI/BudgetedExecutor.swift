@@ -12,6 +12,15 @@ public struct ExecutionReport: Sendable {
     public var durationMs: Double
     /// Whether the budget ran out.
     public var timedOut: Bool
+
+    /// Creates a report (the executor and the dispatcher build them).
+    package init(outcome: WorkerOutcome, startedAtMs: Int64, finishedAtMs: Int64, durationMs: Double, timedOut: Bool) {
+        self.outcome = outcome
+        self.startedAtMs = startedAtMs
+        self.finishedAtMs = finishedAtMs
+        self.durationMs = durationMs
+        self.timedOut = timedOut
+    }
 }
 
 /// Something that happened to a worker run under its budget, told to the executor's observer.
@@ -57,7 +66,7 @@ public final class BudgetedExecutor: Sendable {
     }
 
     /// An executor with another cancellation grace (tests).
-    init(cancellationGrace: Duration) {
+    package init(cancellationGrace: Duration) {
         reporting = Reporting(timer: DeadlineTimer(), logger: PushWorkerLogger(label: "pushworker.executor"), counters: Counters(), observer: nil, grace: cancellationGrace)
     }
 

@@ -9,27 +9,29 @@ import Darwin
 ///
 /// It is used only inside a `withUnsafeBufferPointer` closure and never outlives that buffer. Every read
 /// is bounds-checked: bytes that are not the JSON they should be give a ``Problem``, never a trap.
-struct JSONScanner {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var index = 0
+package struct JSONScanner {
+    package let bytes: UnsafeBufferPointer<UInt8>
+    package var index = 0
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    package init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
     /// Why the bytes could not be read.
-    struct Problem: Error, Equatable {
+    package struct Problem: Error, Equatable {
         /// Human-readable: what was wrong and at which byte.
-        var detail: String
+        package var detail: String
+
+        package init(detail: String) { self.detail = detail }
     }
 
-    func invalid(_ what: String) -> Problem {
+    package func invalid(_ what: String) -> Problem {
         Problem(detail: "the value is not valid JSON (\(what) at byte \(index))")
     }
 
     /// Calls `body` for each member of the object starting at `index`, with the key's raw range; `body`
     /// must consume the member's value. Leaves `index` after the closing `}`.
-    mutating func members(_ body: (inout JSONScanner, RawString) throws(Problem) -> Void) throws(Problem) {
+    package mutating func members(_ body: (inout JSONScanner, RawString) throws(Problem) -> Void) throws(Problem) {
         index += 1  // {
         skipWhitespace()
         if peek() == UInt8(ascii: "}") { index += 1; return }
@@ -52,14 +54,14 @@ struct JSONScanner {
     }
 
     /// A string's contents as they appear in the bytes (between the quotes), and whether they hold escapes.
-    struct RawString {
-        var range: Range<Int>
-        var hasEscapes: Bool
+    package struct RawString {
+        package var range: Range<Int>
+        package var hasEscapes: Bool
     }
 
     /// Reads a string starting at its opening quote; leaves `index` after the closing quote. `memchr` finds
     /// the next quote and any backslash before it, so long strings (a push's data) are skipped quickly.
-    mutating func string() throws(Problem) -> RawString {
+    package mutating func string() throws(Problem) -> RawString {
         index += 1  // "
         let start = index
         var hasEscapes = false
@@ -80,7 +82,7 @@ struct JSONScanner {
     }
 
     /// Whether the key `key` is exactly `expected` once its escapes are decoded.
-    func key(_ key: RawString, equals expected: StaticString) throws(Problem) -> Bool {
+    package func key(_ key: RawString, equals expected: StaticString) throws(Problem) -> Bool {
         let decoded = key.hasEscapes ? try decode(key) : nil
         return expected.withUTF8Buffer { literal in
             if let decoded { return decoded.elementsEqual(literal) }
@@ -89,7 +91,7 @@ struct JSONScanner {
     }
 
     /// A string's text, every escape decoded (a string without escapes is read in place, without a copy).
-    func text(_ string: RawString) throws(Problem) -> String {
+    package func text(_ string: RawString) throws(Problem) -> String {
         let text = string.hasEscapes
             ? String(validating: try decode(string), as: UTF8.self)
             : String(validating: UnsafeBufferPointer(rebasing: bytes[string.range]), as: UTF8.self)
@@ -99,7 +101,7 @@ struct JSONScanner {
 
     /// The bytes a JSON string stands for (UTF-8), every escape decoded: `\uXXXX` as its UTF-8 encoding
     /// (`\u0000` is a NUL byte), a surrogate pair as one code point.
-    func decode(_ string: RawString) throws(Problem) -> [UInt8] {
+    package func decode(_ string: RawString) throws(Problem) -> [UInt8] {
         guard string.hasEscapes else { return Array(bytes[string.range]) }
         var out: [UInt8] = []
         out.reserveCapacity(string.range.count)
@@ -147,7 +149,7 @@ struct JSONScanner {
     }
 
     /// The four hex digits at `at` (before `end`) as a number, or `nil`.
-    func hex4(_ at: Int, _ end: Int) -> UInt32? {
+    package func hex4(_ at: Int, _ end: Int) -> UInt32? {
         guard at + 4 <= end else { return nil }
         var value: UInt32 = 0
         for offset in 0..<4 {
@@ -166,7 +168,7 @@ struct JSONScanner {
 
     /// Skips one value (a string, a number, a literal, or a whole array or object, iteratively: no
     /// recursion however deep the nesting).
-    mutating func skipValue() throws(Problem) {
+    package mutating func skipValue() throws(Problem) {
         switch peek() {
         case UInt8(ascii: "\""):
             _ = try string()
@@ -203,11 +205,11 @@ struct JSONScanner {
         }
     }
 
-    func peek() -> UInt8? {
+    package func peek() -> UInt8? {
         index < bytes.count ? bytes[index] : nil
     }
 
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -224,7 +226,7 @@ extension JSONValue {
     /// included); a duplicated key keeps its first value, as `JSONDecoder` does. Numbers follow ``JSONValue``:
     /// an integral value that fits in `Int64` is ``int(_:)`` (`1`, `1.0`, `1e2`), any other ``double(_:)``.
     /// - Returns: the value, or `nil` when `bytes` are not one JSON value (whitespace around it allowed).
-    static func parse(_ bytes: [UInt8]) -> JSONValue? {
+    package static func parse(_ bytes: [UInt8]) -> JSONValue? {
         bytes.withUnsafeBufferPointer { buffer -> JSONValue? in
             var scanner = JSONScanner(buffer)
             return try? scanner.parseDocument()
@@ -240,7 +242,7 @@ extension JSONScanner {
     }
 
     /// Parses the whole text as one value (see ``JSONValue/parse(_:)``).
-    mutating func parseDocument() throws(Problem) -> JSONValue {
+    package mutating func parseDocument() throws(Problem) -> JSONValue {
         var stack: [Frame] = []
         while true {
             skipWhitespace()
@@ -324,7 +326,7 @@ extension JSONScanner {
 
     /// Whether `token` is a number as RFC 8259 section 6 writes one: `-`? (`0` | [1-9][0-9]*) (`.` [0-9]+)?
     /// ([eE] [+-]? [0-9]+)? (Swift's `Double(_:)` also reads `0x1p3`, `1.` and `00`).
-    static func isNumber(_ token: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+    package static func isNumber(_ token: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
         var at = token.startIndex
         let end = token.endIndex
         func digits() -> Int {

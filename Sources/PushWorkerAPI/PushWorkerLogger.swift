@@ -98,17 +98,17 @@ public struct PushWorkerLogger: Sendable {
     /// A metadata value as the `text` format writes it: as is; in quotes when it holds a space; JSON-escaped
     /// in quotes when it holds a control character (a message id or `type` from a record may hold a line
     /// feed or a NUL, which must not start a forged log line or reach the terminal raw).
-    static func textValue(_ value: String) -> String {
+    package static func textValue(_ value: String) -> String {
         if hasControlCharacter(value) { return escaped(value) }
         return value.contains(" ") ? "\"\(value)\"" : value
     }
 
-    static func hasControlCharacter(_ text: String) -> Bool {
+    package static func hasControlCharacter(_ text: String) -> Bool {
         text.utf8.contains { $0 < 0x20 || $0 == 0x7F }
     }
 
     /// `text` as a quoted JSON string (control characters as escapes, DEL as `\u007f`).
-    static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         var out = JSONWriter()
         out.string(text)
         return String(decoding: out.bytes, as: UTF8.self).replacingOccurrences(of: "\u{7F}", with: "\\u007f")

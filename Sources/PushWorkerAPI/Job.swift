@@ -67,7 +67,7 @@ public struct Job: Sendable {
 
     /// The attempt a record with `attemptsHeader` value `value` runs as: the value + 1, or 1 when it is
     /// absent or not a non-negative decimal integer below 1 000 000.
-    static func attempt(fromAttemptsHeader value: [UInt8]?) -> Int {
+    package static func attempt(fromAttemptsHeader value: [UInt8]?) -> Int {
         guard let value, !value.isEmpty, value.count <= 6 else { return 1 }
         var runs = 0
         for byte in value {
@@ -104,7 +104,7 @@ public struct Job: Sendable {
 
     /// A job whose deadline is set later, by the executor when its worker starts (no clock reads here:
     /// this is on the per-record path).
-    init(messageId: String, type: String?, value: [UInt8], key: [UInt8]?, headers: [(name: String, value: [UInt8]?)],
+    package init(messageId: String, type: String?, value: [UInt8], key: [UInt8]?, headers: [(name: String, value: [UInt8]?)],
          source: RecordSource, traceparentHeader: [UInt8]?, attempt: Int, notStartedAt placeholder: ContinuousClock.Instant, placeholderMs: Int64) {
         self.messageId = messageId
         self.type = type
@@ -120,7 +120,7 @@ public struct Job: Sendable {
     }
 
     /// Sets the deadline (called by the executor when the worker starts).
-    mutating func start(budget: Duration, at start: ContinuousClock.Instant) {
+    package mutating func start(budget: Duration, at start: ContinuousClock.Instant) {
         deadline = start.advanced(by: budget)
         deadlineMs = WallClock.wallMs(at: deadline)
     }
