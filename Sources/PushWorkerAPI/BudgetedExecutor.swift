@@ -1,38 +1,5 @@
 import Synchronization
 
-/// How one worker run ended, with its timings.
-public struct ExecutionReport: Sendable {
-    /// The outcome: the worker's, `failed`/`workerError` if it threw, `failed`/`timeout` at the deadline.
-    public var outcome: WorkerOutcome
-    /// When the worker started, UNIX milliseconds.
-    public var startedAtMs: Int64
-    /// When the outcome was decided, UNIX milliseconds.
-    public var finishedAtMs: Int64
-    /// The run time in milliseconds, from the monotonic clock (the budget at a timeout).
-    public var durationMs: Double
-    /// Whether the budget ran out.
-    public var timedOut: Bool
-
-    /// Creates a report (the executor and the dispatcher build them).
-    package init(outcome: WorkerOutcome, startedAtMs: Int64, finishedAtMs: Int64, durationMs: Double, timedOut: Bool) {
-        self.outcome = outcome
-        self.startedAtMs = startedAtMs
-        self.finishedAtMs = finishedAtMs
-        self.durationMs = durationMs
-        self.timedOut = timedOut
-    }
-}
-
-/// Something that happened to a worker run under its budget, told to the executor's observer.
-public enum BudgetEvent: Sendable, Equatable {
-    /// The run reached its deadline: its task was cancelled and `failed`/`timeout` reported.
-    case timedOut(type: String?, worker: String)
-    /// The worker was still running ``BudgetedExecutor/cancellationGrace`` after its deadline, or finished
-    /// later than that: it ignores cancellation. Told once per run, as soon as it is known (a worker that
-    /// never returns is counted too).
-    case ignoredCancellation(type: String?, worker: String)
-}
-
 /// Runs workers under their budget (contract section 2, rows 6–8).
 ///
 /// The budget counts from the moment the worker starts. At the deadline the worker's task is cancelled and

@@ -222,7 +222,7 @@ package struct JSONScanner {
 extension JSONValue {
     /// Parses one JSON text (RFC 8259) into a value, iteratively: its nesting is bounded only by memory
     /// (Foundation's `JSONDecoder` stops at 512 levels; a push may nest up to
-    /// ``PayloadValidator/maxNestingDepth``). Strings keep every byte their escapes stand for (`\u0000`
+    /// `PayloadValidator.maxNestingDepth` (PushWorkerCore)). Strings keep every byte their escapes stand for (`\u0000`
     /// included); a duplicated key keeps its first value, as `JSONDecoder` does. Numbers follow ``JSONValue``:
     /// an integral value that fits in `Int64` is ``int(_:)`` (`1`, `1.0`, `1e2`), any other ``double(_:)``.
     /// - Returns: the value, or `nil` when `bytes` are not one JSON value (whitespace around it allowed).

@@ -17,6 +17,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// An object.
     case object([String: JSONValue])
 
+    /// Decodes any JSON value (`Decodable`); an integral number that fits in `Int64` becomes ``int(_:)``.
+    /// - Throws: `DecodingError` when the decoder holds no JSON value.
     public init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
@@ -36,6 +38,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
+    /// Encodes the value as the JSON it stands for (`Encodable`).
+    /// - Throws: whatever the encoder throws (e.g. for a non-finite ``double(_:)``).
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {

@@ -4,7 +4,7 @@ import Synchronization
 /// One job handed to a ``Worker``: a validated background push and its context.
 public struct Job: Sendable {
     /// The message id: the `apns-id` header when it is non-empty UTF-8 (at most
-    /// ``PushHeaders/maxApnsIdBytes`` bytes), or `<topic>-<partition>-<offset>`. It may hold any character,
+    /// 256 bytes, `PushHeaders.maxApnsIdBytes` in `PushWorkerCore`), or `<topic>-<partition>-<offset>`. It may hold any character,
     /// NUL included: a worker passing it on must keep or refuse it whole, never cut it.
     public var messageId: String
     /// The payload's `type` with all its bytes (a `\u0000` in it included), or `nil` when a default worker
@@ -19,7 +19,7 @@ public struct Job: Sendable {
     /// Where the record came from.
     public var source: RecordSource
     /// The W3C `traceparent` header's bytes, exactly as the record had them (at most
-    /// ``PushHeaders/maxTraceparentBytes``), or `nil` if it had none.
+    /// 512 bytes, `PushHeaders.maxTraceparentBytes` in `PushWorkerCore`), or `nil` if it had none.
     public var traceparentHeader: [UInt8]?
     /// The `traceparent` header as UTF-8 text, or `nil` if the record had none or it is not UTF-8 (see
     /// ``traceparentHeader``). Setting it sets ``traceparentHeader`` to its UTF-8 bytes.
@@ -83,7 +83,7 @@ public struct Job: Sendable {
     }
 
     /// The payload as a JSON object: `aps`, `type` and the job's data keys, at any nesting the validator
-    /// accepts (up to ``PayloadValidator/maxNestingDepth`` levels). Decoded on first use and kept.
+    /// accepts (up to `PayloadValidator.maxNestingDepth` levels, cJSON's nesting limit; `PushWorkerCore`). Decoded on first use and kept.
     public var object: [String: JSONValue] { parsed.object(of: value) }
 
     /// Decodes the payload into `T` with Foundation's `JSONDecoder`.

@@ -4,7 +4,7 @@
 /// `traceparent` headers (``apnsIdHeader``, ``traceparentHeader``, byte for byte) go on the Kafka record
 /// beside it.
 public struct ResultRecord: Sendable, Hashable {
-    /// The `apns-id` when it is non-empty UTF-8, or `<topic>-<partition>-<offset>` (``PushHeaders/messageId(fallback:)``).
+    /// The `apns-id` when it is non-empty UTF-8, or `<topic>-<partition>-<offset>` (`PushHeaders.messageId(fallback:)` (PushWorkerCore)).
     public var messageId: String
     /// The payload's `type`, or `nil` when it had none (or the value was not readable).
     public var type: String?
@@ -31,10 +31,10 @@ public struct ResultRecord: Sendable, Hashable {
     /// The input's key (the result record is keyed by it); not part of the JSON value.
     public var key: [UInt8]?
     /// The input's `apns-id` header bytes, copied to the result's headers unchanged (UTF-8 or not), or `nil`
-    /// when the input had none or one over ``PushHeaders/maxApnsIdBytes``; not part of the JSON value.
+    /// when the input had none or one over `PushHeaders.maxApnsIdBytes` (PushWorkerCore); not part of the JSON value.
     public var apnsIdHeader: [UInt8]?
     /// The input's W3C `traceparent` header bytes, copied to the result's headers unchanged, or `nil` when
-    /// the input had none or one over ``PushHeaders/maxTraceparentBytes``; not part of the JSON value.
+    /// the input had none or one over `PushHeaders.maxTraceparentBytes` (PushWorkerCore); not part of the JSON value.
     public var traceparentHeader: [UInt8]?
 
     /// Whether the result carries an `apns-id` header (``apnsIdHeader`` is set).
