@@ -6,10 +6,13 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "pushworker", targets: ["pushworker"]),
+        .library(name: "PushWorkerAPI", targets: ["PushWorkerAPI"]),
         .library(name: "PushWorkerCore", targets: ["PushWorkerCore"]),
         .library(name: "PushWorkerKafka", targets: ["PushWorkerKafka"]),
         .library(name: "PushWorkerService", targets: ["PushWorkerService"]),
+        .library(name: "PushWorkerCLI", targets: ["PushWorkerCLI"]),
         .library(name: "PushWorkerTesting", targets: ["PushWorkerTesting"]),
+        .library(name: "PushWorkerProbe", targets: ["PushWorkerProbe"]),
         .library(name: "PushWorkerMetrics", targets: ["PushWorkerMetrics"]),
         .library(name: "PushWorkerEndpoints", targets: ["PushWorkerEndpoints"]),
     ],
@@ -34,22 +37,34 @@ let package = Package(
         ),
         // All C of librdkafka lives here (cJSON reads its statistics).
         .target(name: "PushWorkerKafka", dependencies: ["CRdKafka", "CCJSON"]),
-        // Payloads, routing, budgets, results, built-in workers: knows nothing of Kafka.
-        .target(name: "PushWorkerCore", dependencies: ["CCJSON"]),
+        // The worker author's API: Worker, TypedWorker, Job, WorkerOutcome, WorkerRegistry, TraceContext,
+        // JSONValue, the budgeted executor, the logger. The toolchain's modules only (no C, no
+        // FoundationNetworking), so a worker package builds without any -dev package (.ci/check-worker-api.py).
+        .target(name: "PushWorkerAPI"),
+        // Validation, dispatch, the built-in exec/http/noop workers: knows nothing of Kafka. Re-exports
+        // PushWorkerAPI.
+        .target(name: "PushWorkerCore", dependencies: ["PushWorkerAPI", "CCJSON"]),
         // Prometheus metric types and the text exposition format: pure Swift, no dependencies.
         .target(name: "PushWorkerMetrics"),
         // All C of libmicrohttpd: a small GET/HEAD endpoint server.
         .target(name: "PushWorkerEndpoints", dependencies: ["CMicroHTTPD"]),
-        // Joins Kafka and the core: the pipeline, configuration, metrics and health, the command line.
+        // Joins Kafka and the core: the pipeline, configuration, metrics and health. A library: it never writes
+        // to stdout, never calls `exit` and never installs signal handlers.
         .target(name: "PushWorkerService", dependencies: ["PushWorkerKafka", "PushWorkerCore", "PushWorkerMetrics", "PushWorkerEndpoints"]),
-        // Testing kit for worker authors.
-        .target(name: "PushWorkerTesting", dependencies: ["PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
-        .executableTarget(name: "pushworker", dependencies: ["PushWorkerService"]),
+        // The command line (`run`, `dev`, `produce`, `results`, `redrive`, `check-config`, `bench`): arguments,
+        // stdout output, exit statuses and signal handling; custom executables build on `PushWorkerCommandLine`.
+        .target(name: "PushWorkerCLI", dependencies: ["PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
+        // WorkerProbe: runs a worker under a budget with a hand-built job; needs only the worker API.
+        .target(name: "PushWorkerProbe", dependencies: ["PushWorkerAPI"]),
+        // Testing kit for worker authors (re-exports PushWorkerProbe).
+        .target(name: "PushWorkerTesting", dependencies: ["PushWorkerProbe", "PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
+        .executableTarget(name: "pushworker", dependencies: ["PushWorkerCLI"]),
         .testTarget(name: "PushWorkerCoreTests", dependencies: ["PushWorkerCore", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerKafkaTests", dependencies: ["PushWorkerKafka"]),
         .testTarget(name: "PushWorkerMetricsTests", dependencies: ["PushWorkerMetrics"]),
         .testTarget(name: "PushWorkerEndpointsTests", dependencies: ["PushWorkerEndpoints", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerServiceTests", dependencies: ["PushWorkerService", "PushWorkerTesting", "PushWorkerMetrics"]),
+        .testTarget(name: "PushWorkerCLITests", dependencies: ["PushWorkerCLI", "PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerKafka", "PushWorkerTesting"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // A separate package that builds its own `pushworker` with a Swift worker, as a worker author would:
-// it depends on the pushworker package (here by path; in your project by URL and version).
+// it depends on the pushworker package (here by path; in your project by its git URL).
 import PackageDescription
 
 let package = Package(
@@ -11,7 +11,8 @@ let package = Package(
         .library(name: "ContentUpdateWorker", targets: ["ContentUpdateWorker"]),
     ],
     dependencies: [
-        // In your own package: .package(url: "https://…/pushworker.git", from: "0.1.0")
+        // In your own package (the repository has no tags yet):
+        //   .package(url: "https://github.com/<owner>/pushworker.git", branch: "main")
         .package(name: "pushworker", path: ".."),
     ],
     targets: [
@@ -22,6 +23,7 @@ let package = Package(
         // A custom `pushworker`: the whole command line plus the content-update worker.
         .executableTarget(name: "content-pushworker", dependencies: [
             "ContentUpdateWorker",
+            .product(name: "PushWorkerCLI", package: "pushworker"),
             .product(name: "PushWorkerService", package: "pushworker"),
         ]),
         .testTarget(name: "ContentUpdateWorkerTests", dependencies: [

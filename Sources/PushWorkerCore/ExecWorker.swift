@@ -34,7 +34,7 @@ public struct ExecWorker: Worker {
     /// one (e.g. the variables http workers read their secret headers from).
     public var withheldVariables: Set<String>
     /// Where the program's stderr lines go.
-    public var logger: Logger
+    public var logger: PushWorkerLogger
     /// The most stdout bytes read, and the most stderr bytes logged, per run (64 KiB); more are discarded.
     public static let maxOutputBytes = 65_536
 
@@ -48,7 +48,7 @@ public struct ExecWorker: Worker {
     ///   - logger: where the program's stderr lines go (default label `pushworker.exec`).
     public init(
         arguments: [String], environment: [String: String] = [:], workingDirectory: String? = nil, terminationGrace: Duration = .seconds(2),
-        withheldVariables: Set<String> = [], logger: Logger = Logger(label: "pushworker.exec")
+        withheldVariables: Set<String> = [], logger: PushWorkerLogger = PushWorkerLogger(label: "pushworker.exec")
     ) {
         self.arguments = arguments
         self.environment = environment
@@ -200,7 +200,7 @@ public struct ExecWorker: Worker {
 
     /// Logs each line the program writes to stderr, on a thread of its own, until the pipe closes; at most
     /// ``maxOutputBytes`` are logged, the rest is read and dropped (so the program never blocks on it).
-    static func logLines(of handle: FileHandle, logger: Logger, metadata: [String: String]) {
+    static func logLines(of handle: FileHandle, logger: PushWorkerLogger, metadata: [String: String]) {
         Thread.detachNewThread {
             var pending = Data()
             var logged = 0

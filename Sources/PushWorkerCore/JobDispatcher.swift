@@ -110,7 +110,7 @@ public final class JobDispatcher: Sendable {
 
     /// Validates, routes and queues `records`, in order.
     public func submit(_ records: [InputRecord]) {
-        let nowMs = Clock.nowMs()
+        let nowMs = WallClock.nowMs()
         let now = ContinuousClock.now
         var routed: [Pending] = []
         routed.reserveCapacity(records.count)
@@ -154,7 +154,7 @@ public final class JobDispatcher: Sendable {
             }
         }
         if !finishedNow.isEmpty {
-            let doneMs = Clock.nowMs()
+            let doneMs = WallClock.nowMs()
             for (pending, outcome) in finishedNow {
                 onResult(result(of: pending, ExecutionReport(
                     outcome: outcome, startedAtMs: doneMs, finishedAtMs: doneMs, durationMs: 0, timedOut: false)), pending.input)
@@ -222,7 +222,7 @@ public final class JobDispatcher: Sendable {
         func immediate(_ result: BackgroundFetchResult, _ reason: ResultReason, _ detail: String, type: String?) -> Prepared {
             .result(ResultRecord(
                 messageId: messageId, type: type, result: result, reason: reason, detail: detail, worker: nil,
-                attempt: attempt, source: record.source, receivedAtMs: record.receivedAtMs, startedAtMs: nil, finishedAtMs: Clock.nowMs(),
+                attempt: attempt, source: record.source, receivedAtMs: record.receivedAtMs, startedAtMs: nil, finishedAtMs: WallClock.nowMs(),
                 durationMs: 0, key: record.key, apnsIdHeader: headers.apnsId, traceparentHeader: headers.traceparent))
         }
         // Row 1 (the value's size) first, then a header over its bound (row 2, invalidPayload).

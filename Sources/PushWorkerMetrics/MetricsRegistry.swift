@@ -33,28 +33,28 @@ public final class MetricsRegistry: Sendable {
     ///   - labels: the label names (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`), default none.
     ///   - cap: bounds the distinct values of one label (see ``LabelCap``), default none.
     /// - Throws: ``MetricsError`` for an invalid or duplicate name, or a cap naming an unknown label.
-    public func counter(_ name: String, help: String, labels: [String] = [], cap: LabelCap? = nil) throws(MetricsError) -> Counter {
+    public func counter(_ name: String, help: String, labels: [String] = [], cap: LabelCap? = nil) throws(MetricsError) -> MetricCounter {
         let resolved = try Self.check(name: name, labels: labels, cap: cap)
-        return try add(Counter(name: name, help: help, labelNames: labels, cap: resolved))
+        return try add(MetricCounter(name: name, help: help, labelNames: labels, cap: resolved))
     }
 
     /// Registers a gauge. Parameters and errors as for ``counter(_:help:labels:cap:)``.
-    public func gauge(_ name: String, help: String, labels: [String] = [], cap: LabelCap? = nil) throws(MetricsError) -> Gauge {
+    public func gauge(_ name: String, help: String, labels: [String] = [], cap: LabelCap? = nil) throws(MetricsError) -> MetricGauge {
         let resolved = try Self.check(name: name, labels: labels, cap: cap)
-        return try add(Gauge(name: name, help: help, labelNames: labels, cap: resolved))
+        return try add(MetricGauge(name: name, help: help, labelNames: labels, cap: resolved))
     }
 
     /// Registers a histogram. Parameters and errors as for ``counter(_:help:labels:cap:)``, plus:
     /// - Parameter buckets: upper bounds, finite and strictly increasing (`+Inf` is always added); default
-    ///   ``Histogram/durationBuckets`` (seconds). The label `le` is reserved.
+    ///   ``MetricHistogram/durationBuckets`` (seconds). The label `le` is reserved.
     /// - Throws: ``MetricsError/Code/invalidBuckets`` for empty, non-finite or unordered buckets.
-    public func histogram(_ name: String, help: String, labels: [String] = [], buckets: [Double] = Histogram.durationBuckets, cap: LabelCap? = nil) throws(MetricsError) -> Histogram {
+    public func histogram(_ name: String, help: String, labels: [String] = [], buckets: [Double] = MetricHistogram.durationBuckets, cap: LabelCap? = nil) throws(MetricsError) -> MetricHistogram {
         let resolved = try Self.check(name: name, labels: labels, cap: cap)
         if labels.contains("le") { throw MetricsError(.invalidLabels, metric: name, "a histogram cannot have a label named 'le'") }
         guard !buckets.isEmpty, buckets.allSatisfy(\.isFinite), zip(buckets, buckets.dropFirst()).allSatisfy({ $0 < $1 }) else {
             throw MetricsError(.invalidBuckets, metric: name, "buckets must be finite and strictly increasing, got \(buckets)")
         }
-        return try add(Histogram(name: name, help: help, labelNames: labels, buckets: buckets, cap: resolved))
+        return try add(MetricHistogram(name: name, help: help, labelNames: labels, buckets: buckets, cap: resolved))
     }
 
     /// Adds a hook run before every ``exposition()`` / ``snapshot()``, on the calling thread, to refresh

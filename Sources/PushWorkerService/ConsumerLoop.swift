@@ -25,7 +25,7 @@ final class ConsumerLoop: Sendable {
     private let tracker: OffsetTracker
     private let maxBuffered: Int
     private let drainTimeoutMs: Int
-    private let logger: Logger
+    private let logger: PushWorkerLogger
     private let statistics: @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
     private let metrics: ServiceMetrics
     /// Beats when the consumer thread makes progress: each poll round, each step of a drain. Ended once
@@ -37,7 +37,7 @@ final class ConsumerLoop: Sendable {
 
     init(
         consumer: KafkaConsumer, dispatcher: JobDispatcher, publisher: ResultPublisher, tracker: OffsetTracker,
-        maxBuffered: Int, drainTimeoutMs: Int, logger: Logger, metrics: ServiceMetrics,
+        maxBuffered: Int, drainTimeoutMs: Int, logger: PushWorkerLogger, metrics: ServiceMetrics,
         statistics: @escaping @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
     ) {
         self.consumer = consumer
@@ -69,7 +69,7 @@ final class ConsumerLoop: Sendable {
             var timeout: Int32 = 100
             while batch.count < Self.batchSize, let record = try consumer.poll(timeoutMs: timeout) {
                 timeout = 0
-                let receivedAtMs = Clock.nowMs()
+                let receivedAtMs = WallClock.nowMs()
                 taken.append((record.topicPartition, record.offset))
                 batch.append(InputRecord(
                     source: RecordSource(topic: record.topicPartition.topic, partition: record.topicPartition.partition, offset: record.offset),

@@ -13,33 +13,33 @@ import PushWorkerKafka
 /// - `pushworker-source-topic`, `pushworker-source-partition`, `pushworker-source-offset`: the input
 ///   record's position (`redrive` sends the record back to `pushworker-source-topic`).
 /// - `pushworker-failed-at`: the result's `finishedAt` (RFC 3339 UTC with milliseconds).
-enum DeadLetterRecord {
+package enum DeadLetterRecord {
     /// The prefix of the headers pushworker adds.
-    static let headerPrefix = "pushworker-"
+    package static let headerPrefix = "pushworker-"
 
     /// The names of the headers pushworker adds, as written here and read by `pushworker redrive`.
-    enum Header {
-        static let attempts = Job.attemptsHeader
-        static let reason = "pushworker-reason"
-        static let detail = "pushworker-detail"
-        static let worker = "pushworker-worker"
-        static let messageId = "pushworker-message-id"
-        static let sourceTopic = "pushworker-source-topic"
-        static let sourcePartition = "pushworker-source-partition"
-        static let sourceOffset = "pushworker-source-offset"
-        static let failedAt = "pushworker-failed-at"
+    package enum Header {
+        package static let attempts = Job.attemptsHeader
+        package static let reason = "pushworker-reason"
+        package static let detail = "pushworker-detail"
+        package static let worker = "pushworker-worker"
+        package static let messageId = "pushworker-message-id"
+        package static let sourceTopic = "pushworker-source-topic"
+        package static let sourcePartition = "pushworker-source-partition"
+        package static let sourceOffset = "pushworker-source-offset"
+        package static let failedAt = "pushworker-failed-at"
         /// On a stub dead letter (``DeadLetterRecord/stub(of:dropKey:error:)``): librdkafka's name of the
         /// error that refused the full dead letter, e.g. `MSG_SIZE_TOO_LARGE`.
-        static let droppedBecause = "pushworker-dropped-because"
+        package static let droppedBecause = "pushworker-dropped-because"
         /// On a stub: the size in bytes of the dropped value (absent when the value was null).
-        static let droppedValueBytes = "pushworker-dropped-value-bytes"
+        package static let droppedValueBytes = "pushworker-dropped-value-bytes"
         /// On a stub: how many headers were dropped (the input's own, and pushworker's longer than
         /// ``DeadLetterRecord/stubHeaderValueLimit``).
-        static let droppedHeaders = "pushworker-dropped-headers"
+        package static let droppedHeaders = "pushworker-dropped-headers"
         /// On a stub: the bytes of the dropped headers (names and values).
-        static let droppedHeadersBytes = "pushworker-dropped-headers-bytes"
+        package static let droppedHeadersBytes = "pushworker-dropped-headers-bytes"
         /// On a stub without its key: the size in bytes of the dropped key.
-        static let droppedKeyBytes = "pushworker-dropped-key-bytes"
+        package static let droppedKeyBytes = "pushworker-dropped-key-bytes"
     }
 
     /// The longest `pushworker-*` header value a stub dead letter keeps: 1024 bytes (a longer
@@ -105,7 +105,7 @@ enum DeadLetterRecord {
         add(Header.sourceTopic, input.source.topic)
         add(Header.sourcePartition, String(input.source.partition))
         add(Header.sourceOffset, String(input.source.offset))
-        add(Header.failedAt, Clock.rfc3339(ms: result.finishedAtMs))
+        add(Header.failedAt, WallClock.rfc3339(ms: result.finishedAtMs))
         return KafkaOutgoingRecord(topic: topic, key: input.key, value: input.value, headers: headers)
     }
 }

@@ -19,7 +19,7 @@ import Synchronization
 public final class PushWorkerService: Sendable {
     private let configuration: ServiceConfiguration
     private let registry: WorkerRegistry
-    private let logger: Logger
+    private let logger: PushWorkerLogger
     private let onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?
     private let stallThreshold: Duration
     private let stopRequested = Atomic<Bool>(false)
@@ -57,7 +57,7 @@ public final class PushWorkerService: Sendable {
     public convenience init(
         configuration: ServiceConfiguration,
         registry: WorkerRegistry? = nil,
-        logger: Logger = Logger(label: "pushworker"),
+        logger: PushWorkerLogger = PushWorkerLogger(label: "pushworker"),
         onResult: (@Sendable (KafkaOutgoingRecord) -> Void)? = nil
     ) {
         self.init(configuration: configuration, registry: registry, logger: logger, onResult: onResult, stallThreshold: ServiceHealth.stallThreshold)
@@ -66,7 +66,7 @@ public final class PushWorkerService: Sendable {
     /// Creates a service whose liveness fails after `stallThreshold` without a round of one of its threads
     /// (tests use a short one).
     init(
-        configuration: ServiceConfiguration, registry: WorkerRegistry?, logger: Logger,
+        configuration: ServiceConfiguration, registry: WorkerRegistry?, logger: PushWorkerLogger,
         onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?, stallThreshold: Duration
     ) {
         self.configuration = configuration
@@ -122,7 +122,7 @@ public final class PushWorkerService: Sendable {
 
     private func startHTTPServer(metrics: ServiceMetrics, health: HealthRelay) throws -> EndpointServer {
         let settings = configuration.httpServer
-        let httpLogger = Logger(label: "pushworker.http")
+        let httpLogger = PushWorkerLogger(label: "pushworker.http")
         let server: EndpointServer
         do {
             server = try EndpointServer(host: settings.host, port: UInt16(clamping: settings.port), routes: [
@@ -169,8 +169,8 @@ public final class PushWorkerService: Sendable {
 
     private func runPipeline(consumerProperties: KafkaConfiguration, metrics: ServiceMetrics, health: HealthRelay) async throws {
         let tracker = OffsetTracker()
-        let executor = BudgetedExecutor(logger: Logger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
-        let kafkaLog = Logger(label: "pushworker.librdkafka").kafkaLogHandler
+        let executor = BudgetedExecutor(logger: PushWorkerLogger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
+        let kafkaLog = PushWorkerLogger(label: "pushworker.librdkafka").kafkaLogHandler
         let drainTimeoutMs = configuration.drainTimeoutMs(for: registry)
         let rebalance = RebalanceRelay()
         let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog, onRebalance: { event in

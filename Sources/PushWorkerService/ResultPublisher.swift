@@ -34,7 +34,7 @@ final class ResultPublisher: Sendable {
         var labels: ResultKey
         /// Publish order (over all lanes): a lane keeps its records in this order.
         var sequence: UInt64
-        /// When it was published (``Clock/monotonicNs()``), for the age of the oldest unacknowledged one.
+        /// When it was published (``WallClock/monotonicNs()``), for the age of the oldest unacknowledged one.
         var publishedAtNs: Int64
         /// Whether this is the dead letter of the input record rather than its result.
         var isDeadLetter = false
@@ -64,7 +64,7 @@ final class ResultPublisher: Sendable {
         var failing = false
         /// Failed attempts in a row (the backoff doubles with each).
         var failures = 0
-        /// Not before this time (``Clock/monotonicNs()``) is the lane produced again.
+        /// Not before this time (``WallClock/monotonicNs()``) is the lane produced again.
         var retryAtNs: Int64 = 0
         /// Whether a ``ResultPublisher/drain(_:)`` is producing the lane (one at a time, so that two
         /// threads never interleave one lane's records).
@@ -115,7 +115,7 @@ final class ResultPublisher: Sendable {
         var lanes: [TopicPartition: Lane] = [:]
         /// Acknowledgements still awaited for input records that have a result and a dead letter.
         var partsLeft: [Position: Int] = [:]
-        /// When each kind of log line was last written (``Clock/monotonicNs()``) and how many were skipped since.
+        /// When each kind of log line was last written (``WallClock/monotonicNs()``) and how many were skipped since.
         var lastLog: [String: (atNs: Int64, skipped: Int)] = [:]
     }
 
@@ -130,7 +130,7 @@ final class ResultPublisher: Sendable {
     private let producer: ProducerBox
     private let resultsTopic: String
     private let tracker: OffsetTracker
-    private let logger: Logger
+    private let logger: PushWorkerLogger
     private let metrics: ServiceMetrics
     private let onRetried: @Sendable (Int) -> Void
     private let onReplaced: @Sendable () -> Void
@@ -146,7 +146,7 @@ final class ResultPublisher: Sendable {
         properties: KafkaConfiguration,
         resultsTopic: String,
         tracker: OffsetTracker,
-        logger: Logger,
+        logger: PushWorkerLogger,
         logHandler: @escaping KafkaLogHandler,
         metrics: ServiceMetrics,
         storeOffsets: @escaping @Sendable ([TopicPartitionOffset]) -> Void,
@@ -180,7 +180,7 @@ final class ResultPublisher: Sendable {
         if let apnsId = result.apnsIdHeader { headers.append(KafkaHeader(name: "apns-id", value: apnsId)) }
         if let traceparent = result.traceparentHeader { headers.append(KafkaHeader(name: "traceparent", value: traceparent)) }
         let source = TopicPartition(topic: result.source.topic, partition: result.source.partition)
-        let now = Clock.monotonicNs()
+        let now = WallClock.monotonicNs()
         // Two numbers: the dead letter (when there is one) goes before its result.
         let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
         var outgoing = Outgoing(
@@ -229,13 +229,13 @@ final class ResultPublisher: Sendable {
             }
             return oldest
         }
-        return oldest.map { .nanoseconds(max(0, Clock.monotonicNs() - $0)) }
+        return oldest.map { .nanoseconds(max(0, WallClock.monotonicNs() - $0)) }
     }
 
     /// Produces the lanes whose backoff has passed (called regularly by the consumer loop and after each
     /// round of delivery reports).
     func retryBacklog() {
-        let now = Clock.monotonicNs()
+        let now = WallClock.monotonicNs()
         let due = state.withLock { state in
             state.lanes.compactMap { tp, lane in !lane.waiting.isEmpty && lane.probe == nil && !lane.draining && lane.retryAtNs <= now ? tp : nil }
         }
@@ -283,7 +283,7 @@ final class ResultPublisher: Sendable {
         guard let producer = producer.producer else { return }
         var owner = false
         while true {
-            let now = Clock.monotonicNs()
+            let now = WallClock.monotonicNs()
             let batch = state.withLock { state -> [(UInt64, Outgoing)] in
                 guard var lane = state.lanes[tp], owner || !lane.draining else { return [] }
                 guard lane.probe == nil, !lane.waiting.isEmpty, lane.retryAtNs <= now else {
@@ -393,7 +393,7 @@ final class ResultPublisher: Sendable {
         }
         for (topic, failure, count) in counts.values { metrics.produceError(topic: topic, failure: failure, count: count) }
         let tokens = Set(failures.map(\.token))
-        let now = Clock.monotonicNs()
+        let now = WallClock.monotonicNs()
         state.withLock { state in
             for (tp, outgoing) in back {
                 var lane = state.lanes[tp] ?? Lane()
@@ -467,8 +467,8 @@ final class ResultPublisher: Sendable {
         retryBacklog()
     }
 
-    private func log(_ level: Logger.Level, _ kind: String, _ message: String, error: KafkaError, topic: String, outgoing: Outgoing, extra: [String: String] = [:]) {
-        let now = Clock.monotonicNs()
+    private func log(_ level: PushWorkerLogger.Level, _ kind: String, _ message: String, error: KafkaError, topic: String, outgoing: Outgoing, extra: [String: String] = [:]) {
+        let now = WallClock.monotonicNs()
         let skipped = state.withLock { state -> Int? in
             let last = state.lastLog[kind]
             if let last, now - last.atNs < 1_000_000_000 {

@@ -49,9 +49,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// (``checkRoutes(_:)``).
     public var permittedTypes: [String]?
     /// The log level. Default `info`.
-    public var logLevel: Logger.Level = .info
+    public var logLevel: PushWorkerLogger.Level = .info
     /// The log format. Default `text`.
-    public var logFormat: Logger.Format = .text
+    public var logFormat: PushWorkerLogger.Format = .text
     /// The embedded cluster of `pushworker dev`: partitions per input topic (default 4).
     public var devPartitions = 4
     /// The HTTP server of `/metrics`, `/healthz` and `/readyz` (`httpServer`): enabled on 0.0.0.0:9400 by
@@ -138,48 +138,4 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
     /// The bootstrap servers in effect.
     public var bootstrapServers: String { kafka["bootstrap.servers"] ?? "" }
-}
-
-/// Thresholds of the health checks (configuration key `health`).
-public struct HealthConfiguration: Sendable, Equatable {
-    /// How long the oldest result (or dead letter) may wait for the broker's acknowledgement before
-    /// `/readyz` fails its `results` check, e.g. while the results topic refuses writes. Default 60 s
-    /// (`health.stuckResultsAfterMs: 60000`); at least 1 ms.
-    public var stuckResultsAfter: Duration = .seconds(60)
-
-    /// The defaults: results stuck after 60 s.
-    public init() {}
-
-    /// Creates a configuration.
-    public init(stuckResultsAfter: Duration) {
-        self.stuckResultsAfter = stuckResultsAfter
-    }
-}
-
-/// The HTTP server of `/metrics`, `/healthz` and `/readyz` (configuration key `httpServer`).
-public struct HTTPServerConfiguration: Sendable, Equatable {
-    /// Whether the service serves the endpoints. Default `true` (env `PUSHWORKER_HTTP_ENABLED`).
-    public var enabled = true
-    /// The address to listen on: an IPv4/IPv6 literal or a resolvable name. Default `0.0.0.0` (every IPv4
-    /// interface; env `PUSHWORKER_HTTP_HOST`).
-    public var host = "0.0.0.0"
-    /// The TCP port, 0–65535; 0 picks a free port. Default 9400 (env `PUSHWORKER_HTTP_PORT`).
-    public var port = 9400
-
-    /// The defaults: enabled on 0.0.0.0:9400.
-    public init() {}
-
-    /// Creates a configuration.
-    public init(enabled: Bool, host: String = "0.0.0.0", port: Int = 9400) {
-        self.enabled = enabled
-        self.host = host
-        self.port = port
-    }
-}
-
-extension Duration {
-    /// The duration in whole milliseconds (truncated), as the configuration counts budgets.
-    var wholeMilliseconds: Int64 {
-        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
-    }
 }

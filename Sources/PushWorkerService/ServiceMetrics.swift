@@ -27,30 +27,30 @@ struct ResultKey: Hashable, Sendable {
 /// lengths are read when scraped.
 final class ServiceMetrics: Sendable {
     let registry = MetricsRegistry()
-    let recordsConsumed: Counter
-    let results: Counter
-    let workerDuration: Histogram
-    let jobsInFlight: Gauge
-    let recordsBuffered: Gauge
-    let timeouts: Counter
-    let cancellationIgnored: Counter
-    let deliveryRetries: Counter
-    let deadLetters: Counter
-    let resultsWaiting: Gauge
-    let produceErrors: Counter
-    let resultsReplaced: Counter
-    let oldestUnacknowledgedAge: Gauge
-    let consumerLag: Gauge
-    let rebalances: Counter
-    let assignedPartitions: Gauge
-    let brokersUp: Gauge
-    let producerQueueMessages: Gauge
-    let requestTimeouts: Counter
-    let consumerGroupUp: Gauge
-    let statisticsAge: Gauge
-    let buildInfo: Gauge
-    let logLinesDropped: Counter
-    /// ``Logger/droppedLineCount`` when last exported.
+    let recordsConsumed: MetricCounter
+    let results: MetricCounter
+    let workerDuration: MetricHistogram
+    let jobsInFlight: MetricGauge
+    let recordsBuffered: MetricGauge
+    let timeouts: MetricCounter
+    let cancellationIgnored: MetricCounter
+    let deliveryRetries: MetricCounter
+    let deadLetters: MetricCounter
+    let resultsWaiting: MetricGauge
+    let produceErrors: MetricCounter
+    let resultsReplaced: MetricCounter
+    let oldestUnacknowledgedAge: MetricGauge
+    let consumerLag: MetricGauge
+    let rebalances: MetricCounter
+    let assignedPartitions: MetricGauge
+    let brokersUp: MetricGauge
+    let producerQueueMessages: MetricGauge
+    let requestTimeouts: MetricCounter
+    let consumerGroupUp: MetricGauge
+    let statisticsAge: MetricGauge
+    let buildInfo: MetricGauge
+    let logLinesDropped: MetricCounter
+    /// ``PushWorkerLogger/droppedLineCount`` when last exported.
     private let logLinesDroppedSeen = Atomic<Int>(0)
 
     /// The most distinct `reason` label values per `type` in `pushworker_results_total`: 64.
@@ -75,7 +75,7 @@ final class ServiceMetrics: Sendable {
 
     struct ClientState {
         var latest: KafkaStatistics?
-        /// When ``latest`` arrived (``Clock/monotonicNs()``), 0 before the first.
+        /// When ``latest`` arrived (``WallClock/monotonicNs()``), 0 before the first.
         var receivedAtNs: Int64 = 0
         /// `req_timeouts` last seen per broker name (the counter moves by the increase).
         var requestTimeouts: [String: Int] = [:]
@@ -100,7 +100,7 @@ final class ServiceMetrics: Sendable {
             labels: ["type", "result", "reason"], cap: LabelCap(label: "reason", per: "type", limit: Self.reasonsPerType))
         workerDuration = try r.histogram(
             "pushworker_worker_duration_seconds", help: "Run time of jobs a worker ran, in seconds (the budget for a timeout), by payload type.",
-            labels: ["type"], buckets: Histogram.durationBuckets)
+            labels: ["type"], buckets: MetricHistogram.durationBuckets)
         jobsInFlight = try r.gauge("pushworker_jobs_in_flight", help: "Workers running now.")
         recordsBuffered = try r.gauge("pushworker_records_buffered", help: "Records taken but unfinished: waiting, running, or with a result not yet acknowledged.")
         timeouts = try r.counter("pushworker_timeouts_total", help: "Worker runs that reached their budget and were cancelled, by payload type.", labels: ["type"])
@@ -160,15 +160,15 @@ final class ServiceMetrics: Sendable {
         deliveryRetries.increment(by: 0)
         requestTimeouts.increment(by: 0, labels: [Client.consumer.rawValue])
         requestTimeouts.increment(by: 0, labels: [Client.producer.rawValue])
-        buildInfo.set(1, labels: [PushWorkerCommandLine.version, KafkaLibrary.versionString])
+        buildInfo.set(1, labels: [PushWorkerService.version, KafkaLibrary.versionString])
         logLinesDropped.increment(by: 0)
         registry.onCollect { [weak self] in
             guard let self else { return }
-            let dropped = Logger.droppedLineCount
+            let dropped = PushWorkerLogger.droppedLineCount
             let seen = self.logLinesDroppedSeen.exchange(dropped, ordering: .relaxed)
             if dropped > seen { self.logLinesDropped.increment(by: Double(dropped - seen)) }
             let (consumerAt, producerAt, assigned) = self.kafka.withLock { ($0.consumer.receivedAtNs, $0.producer.receivedAtNs, $0.assigned.count) }
-            let now = Clock.monotonicNs()
+            let now = WallClock.monotonicNs()
             for (client, at) in [(Client.consumer, consumerAt), (.producer, producerAt)] where at != 0 {
                 self.statisticsAge.set(Double(now - at) / 1e9, labels: [client.rawValue])
             }
@@ -277,7 +277,7 @@ final class ServiceMetrics: Sendable {
                 clientState.requestTimeouts[broker.name] = broker.requestTimeouts
             }
             clientState.latest = statistics
-            clientState.receivedAtNs = Clock.monotonicNs()
+            clientState.receivedAtNs = WallClock.monotonicNs()
             if client == .consumer { state.consumer = clientState } else { state.producer = clientState }
             return increase
         }
@@ -297,7 +297,7 @@ final class ServiceMetrics: Sendable {
         kafka.withLock { state in
             let clientState = client == .consumer ? state.consumer : state.producer
             guard let latest = clientState.latest else { return nil }
-            return (latest, .nanoseconds(max(0, Clock.monotonicNs() - clientState.receivedAtNs)))
+            return (latest, .nanoseconds(max(0, WallClock.monotonicNs() - clientState.receivedAtNs)))
         }
     }
 

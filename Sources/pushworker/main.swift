@@ -1,5 +1,5 @@
 import Foundation
-import PushWorkerService
+import PushWorkerCLI
 
 // First, before any await: standard descriptors and signals (see PushWorkerCommandLine.prepareProcess()).
 PushWorkerCommandLine.prepareProcess()

@@ -17,7 +17,7 @@ import Testing
     func workerOutcomeIsReported() async {
         let executor = BudgetedExecutor()
         let outcome = WorkerOutcome(.noData, reason: "unchanged", detail: "etag matched")
-        let before = Clock.nowMs()
+        let before = WallClock.nowMs()
         let report = await executor.run(makeJob(), on: registered(ClosureWorker { _ in
             try await Task.sleep(for: .milliseconds(20))
             return outcome
@@ -219,13 +219,13 @@ import Testing
         let executor = BudgetedExecutor()
         // A budget far above the worker's 100 ms, so that a loaded CI machine cannot run it past the deadline.
         let budget = Duration.seconds(2)
-        let createdAtMs = Clock.nowMs()
+        let createdAtMs = WallClock.nowMs()
         // The job is built with a deadline that passes while it waits to be run.
         let job = makeJob(deadline: .now.advanced(by: .milliseconds(300)))
         try? await Task.sleep(for: .milliseconds(450))
         let seen = Locked<(remainingMs: Double, deadlineMs: Int64, wallMs: Int64)?>(nil)
         let report = await executor.run(job, on: registered(ClosureWorker { job in
-            seen.withLock { $0 = (milliseconds(job.remaining), job.deadlineMs, Clock.nowMs()) }
+            seen.withLock { $0 = (milliseconds(job.remaining), job.deadlineMs, WallClock.nowMs()) }
             try await Task.sleep(for: .milliseconds(100))
             return .newData
         }, budget: budget))

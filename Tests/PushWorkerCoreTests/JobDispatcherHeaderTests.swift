@@ -29,7 +29,7 @@ import Testing
     func run(_ value: [UInt8]?, headers: [(name: String, value: [UInt8]?)], seen: Locked<[Job]> = Locked([]), withDefault: Bool = false) async throws -> ResultRecord {
         let collector = ResultCollector()
         let dispatcher = dispatcher(collector, seen: seen, withDefault: withDefault)
-        dispatcher.submit([InputRecord(source: source(9, partition: 1), value: value, headers: headers, receivedAtMs: Clock.nowMs())])
+        dispatcher.submit([InputRecord(source: source(9, partition: 1), value: value, headers: headers, receivedAtMs: WallClock.nowMs())])
         #expect(await idle(dispatcher))
         return try #require(collector.result(offset: 9))
     }

@@ -15,7 +15,7 @@ import Testing
     }
 
     func record(_ value: [UInt8]?, offset: Int64 = 1, headers: [(name: String, value: [UInt8]?)] = [], key: String? = nil) -> InputRecord {
-        InputRecord(source: source(offset), key: key.map { Array($0.utf8) }, value: value, headers: headers, receivedAtMs: Clock.nowMs())
+        InputRecord(source: source(offset), key: key.map { Array($0.utf8) }, value: value, headers: headers, receivedAtMs: WallClock.nowMs())
     }
 
     @Test("contract section 2 rows 1–4", .timeLimit(.minutes(1)), arguments: ValidationCase.all)
@@ -187,7 +187,7 @@ import Testing
     func resultCarriesTheRecordsIdentity() async throws {
         let collector = ResultCollector()
         let dispatcher = dispatcher(collector: collector)
-        let receivedAtMs = Clock.nowMs() - 50
+        let receivedAtMs = WallClock.nowMs() - 50
         let traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
         let headers: [(name: String, value: [UInt8]?)] = [("apns-id", Array("apns-abc".utf8)), ("traceparent", Array(traceparent.utf8))]
         dispatcher.submit([
@@ -231,7 +231,7 @@ import Testing
         let dispatcher = JobDispatcher(registry: registry, maxInFlight: 1, executor: BudgetedExecutor(), onResult: collector.onResult)
         dispatcher.submit([InputRecord(
             source: source(3), key: Array("k".utf8), value: Payload.silent(extra: #","contentId":"article-123""#),
-            headers: [("apns-priority", Array("5".utf8)), ("traceparent", Array("00-abc-def-01".utf8))], receivedAtMs: Clock.nowMs())])
+            headers: [("apns-priority", Array("5".utf8)), ("traceparent", Array("00-abc-def-01".utf8))], receivedAtMs: WallClock.nowMs())])
         #expect(await idle(dispatcher))
         #expect(seen.value == ["pushes-0-3", "content-update", "article-123", "5", "00-abc-def-01", "k"])
     }

@@ -43,7 +43,7 @@ import Testing
     }
 
     func record(_ offset: Int64, key: String? = nil, type: String = "work", partition: Int32 = 0) -> InputRecord {
-        InputRecord(source: source(offset, partition: partition), key: key.map { Array($0.utf8) }, value: Payload.silent(type: type), receivedAtMs: Clock.nowMs())
+        InputRecord(source: source(offset, partition: partition), key: key.map { Array($0.utf8) }, value: Payload.silent(type: type), receivedAtMs: WallClock.nowMs())
     }
 
     func dispatcher(_ log: RunLog, sleeping: Duration, maxInFlight: Int, collector: ResultCollector, budget: Duration = .seconds(10)) -> JobDispatcher {
@@ -330,7 +330,7 @@ import Testing
         let start = ContinuousClock.now
         #expect(await idle(dispatcher))
         // Only rejected records: idle again at once.
-        dispatcher.submit([InputRecord(source: source(0), value: nil, receivedAtMs: Clock.nowMs())])
+        dispatcher.submit([InputRecord(source: source(0), value: nil, receivedAtMs: WallClock.nowMs())])
         #expect(await idle(dispatcher))
         #expect(collector.count == 1)
         #expect(elapsedMs(since: start) < 1000)

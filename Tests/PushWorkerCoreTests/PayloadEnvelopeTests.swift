@@ -9,11 +9,11 @@ import Testing
     let validator = PayloadValidator()
 
     func verdict(_ text: String) -> PayloadValidator.Verdict {
-        validator.validate(value: Array(text.utf8), apnsExpiration: nil, nowMs: Clock.nowMs())
+        validator.validate(value: Array(text.utf8), apnsExpiration: nil, nowMs: WallClock.nowMs())
     }
 
     func verdict(_ bytes: [UInt8]) -> PayloadValidator.Verdict {
-        validator.validate(value: bytes, apnsExpiration: nil, nowMs: Clock.nowMs())
+        validator.validate(value: bytes, apnsExpiration: nil, nowMs: WallClock.nowMs())
     }
 
     /// The detail of a `failed` / `invalidPayload` verdict, or nil (recording an issue) for anything else.
@@ -164,8 +164,8 @@ import Testing
                 + String(repeating: "}", count: count) + "}").utf8)
         }
         let roomy = PayloadValidator(maxPayloadBytes: 65_536)
-        #expect(roomy.validate(value: objects(999), apnsExpiration: nil, nowMs: Clock.nowMs()) == .accepted(type: "ok"))
-        #expect(invalidDetail(roomy.validate(value: objects(1000), apnsExpiration: nil, nowMs: Clock.nowMs()))?.contains("nesting limit is 1000") == true)
+        #expect(roomy.validate(value: objects(999), apnsExpiration: nil, nowMs: WallClock.nowMs()) == .accepted(type: "ok"))
+        #expect(invalidDetail(roomy.validate(value: objects(1000), apnsExpiration: nil, nowMs: WallClock.nowMs()))?.contains("nesting limit is 1000") == true)
     }
 
     @Test func oneLevelOverTheLimitNamesTheLimit() throws {

@@ -8,7 +8,7 @@ import Testing
 
     @Test("contract section 2 rows 1–4", arguments: ValidationCase.all)
     func row(_ testCase: ValidationCase) {
-        let verdict = validator.validate(value: testCase.value, apnsExpiration: testCase.expiration, nowMs: Clock.nowMs())
+        let verdict = validator.validate(value: testCase.value, apnsExpiration: testCase.expiration, nowMs: WallClock.nowMs())
         switch (testCase.expected, verdict) {
         case (.accepted(let type), .accepted(let actualType)):
             #expect(actualType == type)
@@ -25,11 +25,11 @@ import Testing
         let value = ValidationCase.tooLargeAndInvalidJSON
         // The same bytes under a larger limit are rejected as invalid JSON: the 4097-byte verdict comes from the size check.
         let larger = PayloadValidator(maxPayloadBytes: 8192)
-        guard case .rejected(_, let reason, _) = larger.validate(value: value, apnsExpiration: nil, nowMs: Clock.nowMs()) else {
+        guard case .rejected(_, let reason, _) = larger.validate(value: value, apnsExpiration: nil, nowMs: WallClock.nowMs()) else {
             Issue.record("expected a rejection"); return
         }
         #expect(reason.rawValue == "invalidPayload")
-        guard case .rejected(.failed, let sizeReason, let detail) = validator.validate(value: value, apnsExpiration: nil, nowMs: Clock.nowMs()) else {
+        guard case .rejected(.failed, let sizeReason, let detail) = validator.validate(value: value, apnsExpiration: nil, nowMs: WallClock.nowMs()) else {
             Issue.record("expected a rejection"); return
         }
         #expect(sizeReason.rawValue == "payloadTooLarge")
@@ -39,14 +39,14 @@ import Testing
 
     @Test func defaultLimitIs4096Bytes() {
         #expect(PayloadValidator().maxPayloadBytes == 4096)
-        #expect(PayloadValidator().validate(value: Payload.silent(ofSize: 4096), apnsExpiration: nil, nowMs: Clock.nowMs())
+        #expect(PayloadValidator().validate(value: Payload.silent(ofSize: 4096), apnsExpiration: nil, nowMs: WallClock.nowMs())
             == .accepted(type: "content-update"))
     }
 
     @Test func configuredLimit() {
         let small = PayloadValidator(maxPayloadBytes: 100)
-        #expect(small.validate(value: Payload.silent(ofSize: 100), apnsExpiration: nil, nowMs: Clock.nowMs()) == .accepted(type: "content-update"))
-        guard case .rejected(.failed, let reason, _) = small.validate(value: Payload.silent(ofSize: 101), apnsExpiration: nil, nowMs: Clock.nowMs()) else {
+        #expect(small.validate(value: Payload.silent(ofSize: 100), apnsExpiration: nil, nowMs: WallClock.nowMs()) == .accepted(type: "content-update"))
+        guard case .rejected(.failed, let reason, _) = small.validate(value: Payload.silent(ofSize: 101), apnsExpiration: nil, nowMs: WallClock.nowMs()) else {
             Issue.record("expected payloadTooLarge"); return
         }
         #expect(reason.rawValue == "payloadTooLarge")
@@ -79,12 +79,12 @@ import Testing
         (#"{"aps":{"content-available":1},"Type":"content-update"}"#, nil),
     ])
     func type(_ json: String, _ expected: String?) {
-        #expect(validator.validate(value: Array(json.utf8), apnsExpiration: nil, nowMs: Clock.nowMs()) == .accepted(type: expected))
+        #expect(validator.validate(value: Array(json.utf8), apnsExpiration: nil, nowMs: WallClock.nowMs()) == .accepted(type: expected))
     }
 
     @Test func notSilentDetailNamesTheProblem() {
         guard case .rejected(_, _, let detail) = validator.validate(
-            value: Array(#"{"aps":{"content-available":"1"}}"#.utf8), apnsExpiration: nil, nowMs: Clock.nowMs()) else {
+            value: Array(#"{"aps":{"content-available":"1"}}"#.utf8), apnsExpiration: nil, nowMs: WallClock.nowMs()) else {
             Issue.record("expected a rejection"); return
         }
         #expect(detail.contains("content-available"))
@@ -104,7 +104,7 @@ import Testing
         let value = Array(text.utf8)
         // Foundation agrees that this is not JSON.
         #expect((try? JSONSerialization.jsonObject(with: Data(value))) == nil)
-        guard case .rejected(.failed, let reason, let detail) = validator.validate(value: value, apnsExpiration: nil, nowMs: Clock.nowMs()) else {
+        guard case .rejected(.failed, let reason, let detail) = validator.validate(value: value, apnsExpiration: nil, nowMs: WallClock.nowMs()) else {
             Issue.record("accepted a value that is not JSON"); return
         }
         #expect(reason.rawValue == "invalidPayload")
@@ -120,7 +120,7 @@ import Testing
     ] as [[UInt8]])
     func moreNonJSONThatCJSONAccepts(_ value: [UInt8]) {
         #expect((try? JSONSerialization.jsonObject(with: Data(value))) == nil)
-        guard case .rejected(.failed, let reason, _) = validator.validate(value: value, apnsExpiration: nil, nowMs: Clock.nowMs()) else {
+        guard case .rejected(.failed, let reason, _) = validator.validate(value: value, apnsExpiration: nil, nowMs: WallClock.nowMs()) else {
             Issue.record("accepted a value that is not JSON"); return
         }
         #expect(reason.rawValue == "invalidPayload")
@@ -141,7 +141,7 @@ import Testing
     func validJSONStaysValid(_ text: String) {
         let value = Array(text.utf8)
         #expect((try? JSONSerialization.jsonObject(with: Data(value))) != nil)
-        #expect(validator.validate(value: value, apnsExpiration: nil, nowMs: Clock.nowMs()) == .accepted(type: "content-update"))
+        #expect(validator.validate(value: value, apnsExpiration: nil, nowMs: WallClock.nowMs()) == .accepted(type: "content-update"))
     }
 }
 
@@ -150,12 +150,12 @@ import Testing
     @Test("huge apns-expiration values are in the far future", arguments: ["9223372036854775807", "9223372036854776", "99999999999999"])
     func hugeExpirationIsAccepted(_ header: String) {
         let value = Array(#"{"aps":{"content-available":1},"type":"content-update"}"#.utf8)
-        #expect(PayloadValidator().validate(value: value, apnsExpiration: header, nowMs: Clock.nowMs()) == .accepted(type: "content-update"))
+        #expect(PayloadValidator().validate(value: value, apnsExpiration: header, nowMs: WallClock.nowMs()) == .accepted(type: "content-update"))
     }
 
     @Test func tooLargeForInt64IsNotUnixSeconds() {
         let value = Array(#"{"aps":{"content-available":1},"type":"content-update"}"#.utf8)
-        guard case .rejected(.failed, let reason, _) = PayloadValidator().validate(value: value, apnsExpiration: "92233720368547758070", nowMs: Clock.nowMs()) else {
+        guard case .rejected(.failed, let reason, _) = PayloadValidator().validate(value: value, apnsExpiration: "92233720368547758070", nowMs: WallClock.nowMs()) else {
             Issue.record("accepted an apns-expiration that is not UNIX seconds"); return
         }
         #expect(reason == .invalidPayload)

@@ -182,7 +182,7 @@ import Testing
         (-1000, "1969-12-31T23:59:59.000Z"),
     ])
     func timestamps(_ ms: Int64, _ expected: String) throws {
-        #expect(Clock.rfc3339(ms: ms) == expected)
+        #expect(WallClock.rfc3339(ms: ms) == expected)
         let record = ResultRecord(
             messageId: "m", type: nil, result: .newData, reason: nil, detail: nil, worker: "w",
             source: RecordSource(topic: "t", partition: 0, offset: 0),
@@ -194,7 +194,7 @@ import Testing
     }
 
     @Test func nowFormatsAsRFC3339() {
-        let text = Clock.rfc3339(ms: Clock.nowMs())
+        let text = WallClock.rfc3339(ms: WallClock.nowMs())
         #expect(text.wholeMatch(of: Self.rfc3339) != nil)
         #expect(text.hasPrefix("20"))
     }

@@ -33,8 +33,8 @@ struct ValidationCase: Sendable, CustomTestStringConvertible {
     static let expired = Expected.rejected(result: "noData", reason: "expired")
     static let ok = Expected.accepted(type: "content-update")
 
-    static var pastExpiration: String { String(Clock.nowMs() / 1000 - 60) }
-    static var futureExpiration: String { String(Clock.nowMs() / 1000 + 3600) }
+    static var pastExpiration: String { String(WallClock.nowMs() / 1000 - 60) }
+    static var futureExpiration: String { String(WallClock.nowMs() / 1000 + 3600) }
 
     static func json(_ text: String) -> [UInt8] { Array(text.utf8) }
 

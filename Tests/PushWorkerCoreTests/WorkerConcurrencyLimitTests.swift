@@ -44,7 +44,7 @@ import Testing
             InputRecord(
                 source: RecordSource(topic: "t", partition: 0, offset: Int64(index)),
                 value: Array(#"{"aps":{"content-available":1},"type":"\#(index < 6 ? "a" : "b")"}"#.utf8),
-                receivedAtMs: Clock.nowMs())
+                receivedAtMs: WallClock.nowMs())
         }
         dispatcher.submit(records)
         await dispatcher.waitUntilIdle()
@@ -65,7 +65,7 @@ import Testing
         }
         func record(_ offset: Int64, partition: Int32, key: String) -> InputRecord {
             InputRecord(source: RecordSource(topic: "t", partition: partition, offset: offset), key: Array(key.utf8),
-                        value: Array(#"{"aps":{"content-available":1},"type":"a"}"#.utf8), receivedAtMs: Clock.nowMs())
+                        value: Array(#"{"aps":{"content-available":1},"type":"a"}"#.utf8), receivedAtMs: WallClock.nowMs())
         }
         // Offset 0 runs; offset 1 (key K) is blocked by the limit; offset 2 waits behind it for key K.
         dispatcher.submit([record(0, partition: 0, key: "J"), record(1, partition: 1, key: "K"), record(2, partition: 0, key: "K")])

@@ -123,7 +123,7 @@ struct MetricsEndpointTests {
         #expect(metrics["pushworker_kafka_producer_queue_messages"] == 0)
         #expect(metrics[#"pushworker_kafka_request_timeouts_total{client="consumer"}"#] != nil)
         #expect(metrics[#"pushworker_kafka_statistics_age_seconds{client="consumer"}"#] != nil)
-        #expect(metrics[#"pushworker_build_info{version="\#(PushWorkerCommandLine.version)",librdkafka="\#(KafkaLibrary.versionString)"}"#] == 1)
+        #expect(metrics[#"pushworker_build_info{version="\#(PushWorkerService.version)",librdkafka="\#(KafkaLibrary.versionString)"}"#] == 1)
 
         let scrape = try await HTTPProbe.request(base + "/metrics")
         #expect(scrape.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8")
@@ -257,7 +257,7 @@ struct MetricsEndpointTests {
         var registry = WorkerRegistry()
         registry.register(type: "ok", worker: ClosureWorker { _ in .newData })
         // onResult runs on the results producer's poll thread: blocking it there wedges that thread.
-        let service = PushWorkerService(configuration: configuration, registry: registry, logger: Logger(label: "test"), onResult: { _ in
+        let service = PushWorkerService(configuration: configuration, registry: registry, logger: PushWorkerLogger(label: "test"), onResult: { _ in
             Thread.sleep(forTimeInterval: 5)
         }, stallThreshold: .milliseconds(1500))
         let running = Task { try await service.run() }

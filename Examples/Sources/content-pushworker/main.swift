@@ -6,7 +6,7 @@
 //   CONTENT_DIRECTORY   optional: new content is written there, one file per contentId
 import ContentUpdateWorker
 import Foundation
-import PushWorkerService
+import PushWorkerCLI
 
 // First, before any await: closed standard descriptors held, SIGTERM/SIGINT caught (see prepareProcess()).
 PushWorkerCommandLine.prepareProcess()

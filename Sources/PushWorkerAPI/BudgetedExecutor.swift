@@ -1,0 +1,225 @@
+import Synchronization
+
+/// Runs workers under their budget (contract section 2, rows 6–8).
+///
+/// The budget counts from the moment the worker starts. At the deadline the worker's task is cancelled and
+/// `failed`/`timeout` is reported at once, whether or not the worker stops; a worker still running
+/// ``cancellationGrace`` after its deadline is logged as ignoring cancellation and counted in
+/// ``ignoredCancellationCount`` (once per run, whether or not it ever returns). A worker that throws at its
+/// deadline (within 20 ms before it, or after) — typically an I/O timeout sized from `Job.remaining` firing
+/// just before the deadline timer — is reported as `timeout` too, not `workerError`.
+public final class BudgetedExecutor: Sendable {
+    /// What runs and their timers share; captured by them instead of the executor, so that freeing the
+    /// executor stops the deadline thread even while a worker that ignores cancellation never returns.
+    private let reporting: Reporting
+
+    private final class Counters: Sendable {
+        let ignoredCancellations = Atomic<Int>(0)
+        let timeouts = Atomic<Int>(0)
+    }
+
+    /// How long a cancelled worker may go on after its deadline before it counts as ignoring cancellation:
+    /// 1 s. (Long enough that a cooperating worker whose task waits for a busy thread pool is not counted;
+    /// short enough to flag a worker that goes on working.)
+    public static let cancellationGrace: Duration = .seconds(1)
+
+    /// Creates an executor with its deadline thread.
+    /// - Parameters:
+    ///   - logger: where timeouts and ignored cancellations are logged (warning).
+    ///   - observer: told of each ``BudgetEvent`` (for metrics), on the deadline thread or the worker's
+    ///     task. Keep it short; default none.
+    public init(logger: PushWorkerLogger = PushWorkerLogger(label: "pushworker.executor"), observer: (@Sendable (BudgetEvent) -> Void)? = nil) {
+        reporting = Reporting(timer: DeadlineTimer(), logger: logger, counters: Counters(), observer: observer, grace: Self.cancellationGrace)
+    }
+
+    /// An executor with another cancellation grace (tests).
+    package init(cancellationGrace: Duration) {
+        reporting = Reporting(timer: DeadlineTimer(), logger: PushWorkerLogger(label: "pushworker.executor"), counters: Counters(), observer: nil, grace: cancellationGrace)
+    }
+
+    deinit { reporting.timer.stop() }
+
+    /// Workers that were still running ``cancellationGrace`` past their deadline (they ignored
+    /// cancellation), counted once per run.
+    public var ignoredCancellationCount: Int { reporting.counters.ignoredCancellations.load(ordering: .relaxed) }
+    /// Runs that reached their deadline.
+    public var timeoutCount: Int { reporting.counters.timeouts.load(ordering: .relaxed) }
+    /// How long ago the deadline thread last looked for due deadlines (at least every 500 ms when all is
+    /// well), or `nil` once it has ended. A large value means a completion handler blocks that thread.
+    public var sinceDeadlineTimerRound: Duration? { reporting.timer.sinceLastRound }
+
+    /// Starts `job` on `registered.worker` now, under `registered.budget`, and calls `completion` exactly
+    /// once: with the worker's outcome, or at the deadline with `failed`/`timeout`.
+    public func run(_ job: Job, on registered: RegisteredWorker, completion: @escaping @Sendable (ExecutionReport) -> Void) {
+        var started = job
+        let start = ContinuousClock.now
+        let startedAtMs = WallClock.nowMs()
+        started.start(budget: registered.budget, at: start)
+        let job = started
+        let run = WorkerRun()
+        let deadline = job.deadline
+        let reporting = self.reporting
+        let timer = reporting.timer
+        let entry = timer.schedule(at: deadline, budget: registered.budget) {
+            guard run.claim() else { return }
+            run.cancel()
+            reporting.reportTimeout(job, on: registered, run: run, startedAtMs: startedAtMs, completion: completion)
+        }
+        let task = Task {
+            let outcome: WorkerOutcome
+            do {
+                outcome = try await registered.worker.perform(job)
+            } catch {
+                // An error at the deadline (an I/O timeout sized from `job.remaining`, a cancellation) is the
+                // budget running out: the deadline wins and the result is `timeout`.
+                if ContinuousClock.now >= deadline - Self.deadlineTolerance {
+                    if run.finishAndClaim() {
+                        timer.cancel(entry)
+                        reporting.reportTimeout(job, on: registered, run: run, startedAtMs: startedAtMs, completion: completion)
+                    }
+                    return
+                }
+                outcome = .failed(.workerError, detail: String(describing: error))
+            }
+            let end = ContinuousClock.now
+            if run.finishAndClaim() {
+                timer.cancel(entry)
+                completion(ExecutionReport(
+                    outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: WallClock.nowMs(),
+                    durationMs: Self.milliseconds(start.duration(to: end)), timedOut: false))
+            } else if deadline.duration(to: end) > reporting.grace && run.flagIgnoredCancellation() {
+                // Finished past the grace before the grace check ran (a busy deadline thread).
+                reporting.ignoredCancellation(job, on: registered, stillRunning: false, lateMs: Self.milliseconds(deadline.duration(to: end)))
+            }
+        }
+        run.attach(task)
+    }
+
+    /// Runs `job` like ``run(_:on:completion:)`` and returns the report.
+    public func run(_ job: Job, on registered: RegisteredWorker) async -> ExecutionReport {
+        await withCheckedContinuation { continuation in
+            run(job, on: registered) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// How close to its deadline a worker's error counts as the budget running out (20 ms: timer slack).
+    static let deadlineTolerance = Duration.milliseconds(20)
+
+    static func milliseconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) * 1000 + Double(attoseconds) / 1e15
+    }
+
+    static func format(_ ms: Double) -> String { ResultRecord.formatDuration(ms) }
+
+    /// The deadline timer, counters, observer and logger, and what a run reports through them when its
+    /// budget runs out.
+    private struct Reporting: Sendable {
+        let timer: DeadlineTimer
+        let logger: PushWorkerLogger
+        let counters: Counters
+        let observer: (@Sendable (BudgetEvent) -> Void)?
+        /// ``BudgetedExecutor/cancellationGrace``, or a longer one in tests that run on a loaded machine.
+        let grace: Duration
+
+        /// Reports `timeout` for a run whose outcome the caller has just claimed, and schedules the check for
+        /// a worker that ignores its cancellation.
+        func reportTimeout(
+            _ job: Job, on registered: RegisteredWorker, run: WorkerRun, startedAtMs: Int64,
+            completion: @Sendable (ExecutionReport) -> Void
+        ) {
+            counters.timeouts.add(1, ordering: .relaxed)
+            observer?(.timedOut(type: job.type, worker: registered.name))
+            let budgetMs = BudgetedExecutor.milliseconds(registered.budget)
+            logger.warning("worker ran past its budget; cancelled", metadata: [
+                "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "budgetMs": BudgetedExecutor.format(budgetMs),
+                "topic": job.source.topic, "partition": String(job.source.partition), "offset": String(job.source.offset),
+            ])
+            // A worker still running a moment from now ignores cancellation: count it then, even if it never
+            // returns. (Every entry of the grace list is scheduled `cancellationGrace` from now, so the list
+            // stays in deadline order.)
+            let deadline = job.deadline
+            _ = timer.schedule(at: .now.advanced(by: grace), budget: grace) {
+                if run.isRunning && run.flagIgnoredCancellation() {
+                    ignoredCancellation(job, on: registered, stillRunning: true, lateMs: BudgetedExecutor.milliseconds(deadline.duration(to: .now)))
+                }
+            }
+            completion(ExecutionReport(
+                outcome: .failed(.timeout, detail: "the worker ran past its budget of \(BudgetedExecutor.format(budgetMs)) ms"),
+                startedAtMs: startedAtMs, finishedAtMs: WallClock.nowMs(), durationMs: budgetMs, timedOut: true))
+        }
+
+        /// Counts and logs a run that went on past its deadline's cancellation grace.
+        func ignoredCancellation(_ job: Job, on registered: RegisteredWorker, stillRunning: Bool, lateMs: Double) {
+            counters.ignoredCancellations.add(1, ordering: .relaxed)
+            observer?(.ignoredCancellation(type: job.type, worker: registered.name))
+            logger.warning(stillRunning ? "worker ignores cancellation: still running after its deadline" : "worker ignored cancellation: it finished after its deadline", metadata: [
+                "messageId": job.messageId, "type": job.type ?? "", "worker": registered.name, "lateMs": BudgetedExecutor.format(lateMs),
+                "topic": job.source.topic, "partition": String(job.source.partition), "offset": String(job.source.offset),
+            ])
+        }
+
+    }
+}
+
+/// One worker run: who decides its outcome (the worker or the deadline) and its task, for cancellation.
+final class WorkerRun: Sendable {
+    private struct State {
+        var claimed = false
+        var cancelled = false
+        var finished = false
+        var ignoredCancellationCounted = false
+        var task: Task<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    /// Marks the worker returned (or threw) and returns true if this decides the outcome (the deadline
+    /// has not claimed it): one lock for both.
+    func finishAndClaim() -> Bool {
+        state.withLock { state in
+            state.finished = true
+            if state.claimed { return false }
+            state.claimed = true
+            return true
+        }
+    }
+
+    /// Whether the worker has not returned yet.
+    var isRunning: Bool { state.withLock { !$0.finished } }
+
+    /// Returns true to the first caller only: the run is counted as ignoring cancellation once.
+    func flagIgnoredCancellation() -> Bool {
+        state.withLock { state in
+            if state.ignoredCancellationCounted { return false }
+            state.ignoredCancellationCounted = true
+            return true
+        }
+    }
+
+    /// Returns true to the first caller only.
+    func claim() -> Bool {
+        state.withLock { state in
+            if state.claimed { return false }
+            state.claimed = true
+            return true
+        }
+    }
+
+    func attach(_ task: Task<Void, Never>) {
+        let cancelNow = state.withLock { state -> Bool in
+            if state.cancelled { return true }
+            if !state.claimed { state.task = task }
+            return false
+        }
+        if cancelNow { task.cancel() }
+    }
+
+    func cancel() {
+        let task = state.withLock { state -> Task<Void, Never>? in
+            state.cancelled = true
+            defer { state.task = nil }
+            return state.task
+        }
+        task?.cancel()
+    }
+}

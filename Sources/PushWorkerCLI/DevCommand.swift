@@ -1,0 +1,82 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+import PushWorkerService
+
+/// `pushworker dev [--config FILE] [--broker-only] [--samples] [--brokers N]`.
+struct DevCommand {
+    let commandLine: PushWorkerCommandLine
+
+    static let help = """
+    Usage: pushworker dev [--config FILE] [--broker-only] [--samples] [--brokers N]
+
+    Starts an embedded Kafka cluster (librdkafka's mock cluster, on loopback), creates the input and results
+    topics, and runs the service on it. The first stdout line is 'bootstrap.servers=HOST:PORT[,...]'; then
+    each result is printed as one JSON line once the cluster has acknowledged it. SIGTERM/SIGINT stops.
+
+    Options:
+      --config FILE     JSON5 configuration (default: $PUSHWORKER_CONFIG, else config/pushworker.json5 if it
+                        exists, else built-in defaults); its bootstrap servers are replaced by the cluster's
+      --broker-only     only the embedded cluster (with the topics), until SIGTERM/SIGINT
+      --samples         also send sample pushes, one for each outcome of the example configuration
+      --brokers N       brokers in the embedded cluster (default 1)
+    """
+
+    func execute(_ arguments: [String]) async throws {
+        var parser = ArgumentParser(command: "dev", options: [
+            .init(name: "config", takesValue: true), .init(name: "broker-only", takesValue: false),
+            .init(name: "samples", takesValue: false), .init(name: "brokers", takesValue: true),
+        ])
+        try parser.parse(arguments)
+        if parser.has("help") { Output.line(Self.help); return }
+        let brokers = try parser.int("brokers", in: 1...9) ?? 1
+        let fallback = FileManager.default.fileExists(atPath: "config/pushworker.json5") ? "config/pushworker.json5" : nil
+        var (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: nil, fallbackPath: fallback)
+        PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
+        let logger = PushWorkerLogger(label: "pushworker.dev")
+        logger.info("configuration loaded", metadata: ["source": source])
+        // Routes and Swift workers' own settings are checked before anything starts or is printed.
+        let registry = parser.has("broker-only") ? nil : try commandLine.makeRegistry(configuration)
+        let cluster = try EmbeddedKafkaCluster(brokers: brokers, logHandler: PushWorkerLogger(label: "pushworker.embedded-cluster").kafkaLogHandler)
+        defer { cluster.shutdown() }
+        let replication = min(brokers, 3)
+        let topics = configuration.inputTopics + configuration.outputTopics
+        for topic in topics {
+            try cluster.createTopic(topic, partitions: configuration.devPartitions, replicationFactor: replication)
+        }
+        Output.line("bootstrap.servers=\(cluster.bootstrapServers)")
+        logger.info("embedded Kafka cluster started", metadata: [
+            "bootstrap.servers": cluster.bootstrapServers, "brokers": String(brokers),
+            "topics": topics.joined(separator: ","),
+            "partitions": String(configuration.devPartitions),
+        ])
+        if parser.has("broker-only") {
+            await SignalWatcher.waitForStop()
+            logger.info("stopping the embedded cluster")
+            return
+        }
+        configuration.kafka["bootstrap.servers"] = cluster.bootstrapServers
+        let service = PushWorkerService(configuration: configuration, registry: registry) { record in
+            Output.line(bytes: record.value ?? [])
+        }
+        let watcher = SignalWatcher { service.shutdown() }
+        defer { withExtendedLifetime(watcher) {} }
+        if parser.has("samples"), let topic = configuration.inputTopics.first {
+            let servers = cluster.bootstrapServers
+            Task {
+                do {
+                    let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": servers]), logHandler: logger.kafkaLogHandler)
+                    var delivered = 0
+                    for record in SamplePayloads.records(topic: topic) {
+                        if try await producer.send(record).error == nil { delivered += 1 }
+                    }
+                    await producer.close()
+                    logger.info("sample pushes sent", metadata: ["topic": topic, "delivered": String(delivered)])
+                } catch {
+                    logger.error("sending sample pushes failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        try await service.run()
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+import Synchronization
+
+/// `pushworker produce`: sends APNs-style background payloads built from flags, or JSONL lines as they are.
+struct ProduceCommand {
+    static let help = """
+    Usage: pushworker produce --bootstrap-servers HOSTS [--topic T] [--type T] [--set KEY=VALUE]...
+                              [--key K] [--header K=V]... [--count N] [--rate PER_SEC] [--file FILE or -]
+                              [--timeout SECONDS]
+
+    Builds {"aps":{"content-available":1},"type":T,KEY:VALUE,...} and sends it COUNT times, or sends each
+    non-empty line of FILE (or stdin with '-') as the record value exactly as written. Prints how many
+    records were delivered and how many failed; exits 1 if any failed.
+
+    Options:
+      --bootstrap-servers HOSTS   Kafka brokers (default: $PUSHWORKER_BOOTSTRAP_SERVERS)
+      --topic T                   topic (default: pushes)
+      --type T                    the payload's "type"
+      --set KEY=VALUE             a payload key; VALUE is used as JSON when it parses as JSON (42, true,
+                                  {"a":1}, "quoted"), else as a string. --set aps=... replaces "aps".
+                                  Repeatable.
+      --key K                     the record key (ordering key)
+      --header K=V                a record header, e.g. apns-id=abc, apns-expiration=1767225600,
+                                  apns-priority=5, traceparent=00-... Repeatable.
+      --count N                   how many records (default 1; with --file: how many times the file is sent)
+      --rate PER_SEC              at most this many records per second (default: as fast as possible)
+      --file FILE                 send the lines of FILE ('-' for stdin) instead of building a payload
+      --timeout SECONDS           how long a record may wait for the broker before it counts as failed
+                                  (librdkafka message.timeout.ms; default 30)
+    """
+
+    func execute(_ arguments: [String]) async throws {
+        var parser = ArgumentParser(command: "produce", options: [
+            .init(name: "bootstrap-servers", takesValue: true), .init(name: "topic", takesValue: true),
+            .init(name: "type", takesValue: true), .init(name: "set", takesValue: true, repeatable: true),
+            .init(name: "key", takesValue: true), .init(name: "header", takesValue: true, repeatable: true),
+            .init(name: "count", takesValue: true), .init(name: "rate", takesValue: true), .init(name: "file", takesValue: true),
+            .init(name: "timeout", takesValue: true),
+        ])
+        try parser.parse(arguments)
+        if parser.has("help") { Output.line(Self.help); return }
+        let servers = try Self.bootstrapServers(parser, command: "produce")
+        let topic = parser.value("topic") ?? "pushes"
+        let count = try parser.int("count", in: 1...100_000_000) ?? 1
+        let rate = try parser.double("rate", in: 0.001...10_000_000)
+        let timeout = try parser.double("timeout", in: 0.001...86_400) ?? 30
+        let headers = try parser.all("header").map { text -> KafkaHeader in
+            guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                throw CommandLineError(.usage, "pushworker produce: --header must be NAME=VALUE, got '\(text)'")
+            }
+            return KafkaHeader(name: String(text[..<equals]), string: String(text[text.index(after: equals)...]))
+        }
+        let key = parser.value("key").map { Array($0.utf8) }
+        let values: [[UInt8]]
+        if let file = parser.value("file") {
+            if parser.value("type") != nil || !parser.all("set").isEmpty {
+                throw CommandLineError(.usage, "pushworker produce: --file sends lines as they are; it cannot be combined with --type or --set")
+            }
+            values = try Self.readLines(file)
+        } else {
+            values = [try PayloadBuilder.build(type: parser.value("type"), sets: parser.all("set"))]
+        }
+        let producer = try KafkaProducer(
+            configuration: KafkaConfiguration(["bootstrap.servers": servers, "message.timeout.ms": String(Int(timeout * 1000))]),
+            logHandler: PushWorkerLogger(label: "pushworker.produce").kafkaLogHandler)
+        let total = count * values.count
+        let counts = DeliveryCounts()
+        let interval = rate.map { 1.0 / $0 }
+        let start = ContinuousClock.now
+        var sent = 0
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for round in 0..<count {
+                for value in values {
+                    if let interval {
+                        let due = start.advanced(by: .seconds(interval * Double(sent)))
+                        if due > .now { try await Task.sleep(until: due, clock: .continuous) }
+                    }
+                    let record = KafkaOutgoingRecord(topic: topic, key: key, value: value, headers: headers)
+                    // A bounded window of sends awaiting their acknowledgement.
+                    if sent >= 10_000 { try await group.next() }
+                    group.addTask {
+                        let report = try await producer.send(record)
+                        counts.add(report.error)
+                    }
+                    sent += 1
+                }
+                _ = round
+            }
+            try await group.waitForAll()
+        }
+        await producer.close()
+        let (delivered, failed, firstError) = counts.snapshot
+        Output.line("delivered=\(delivered) failed=\(failed) topic=\(topic)")
+        if failed > 0 || delivered != total {
+            throw CommandLineError(.failure, "pushworker produce: \(failed) of \(total) records were not delivered\(firstError.map { ": \($0)" } ?? "")")
+        }
+    }
+
+    static func bootstrapServers(_ parser: ArgumentParser, command: String) throws -> String {
+        if let servers = parser.value("bootstrap-servers"), !servers.isEmpty { return servers }
+        if let servers = ProcessInfo.processInfo.environment["PUSHWORKER_BOOTSTRAP_SERVERS"], !servers.isEmpty { return servers }
+        throw CommandLineError(.usage, "pushworker \(command): --bootstrap-servers HOSTS is required (or set PUSHWORKER_BOOTSTRAP_SERVERS); 'pushworker dev' prints it on its first line")
+    }
+
+    static func readLines(_ file: String) throws -> [[UInt8]] {
+        let data: Data
+        if file == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: file) else {
+                throw CommandLineError(.failure, "pushworker produce: cannot read \(file)")
+            }
+            data = contents
+        }
+        return data.split(separator: 0x0A, omittingEmptySubsequences: true)
+            .map { line in Array(line.last == 0x0D ? line.dropLast() : line) }
+            .filter { !$0.isEmpty }
+    }
+}
+
+/// Builds an APNs-style background payload from `--type` and `--set` flags.
+enum PayloadBuilder {
+    /// - Throws: ``CommandLineError`` (usage) for a `--set` without `=`.
+    static func build(type: String?, sets: [String]) throws -> [UInt8] {
+        var members: [(String, JSONValue)] = [("aps", .object(["content-available": .int(1)]))]
+        if let type { members.append(("type", .string(type))) }
+        for item in sets {
+            guard let equals = item.firstIndex(of: "="), equals != item.startIndex else {
+                throw CommandLineError(.usage, "pushworker produce: --set must be KEY=VALUE, got '\(item)'")
+            }
+            let key = String(item[..<equals])
+            let text = String(item[item.index(after: equals)...])
+            let value = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .string(text)
+            if let index = members.firstIndex(where: { $0.0 == key }) { members[index].1 = value } else { members.append((key, value)) }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var out = "{"
+        for (index, (key, value)) in members.enumerated() {
+            if index > 0 { out += "," }
+            let keyJSON = (try? encoder.encode(key)).map { String(decoding: $0, as: UTF8.self) } ?? "\"\""
+            let valueJSON = (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+            out += "\(keyJSON):\(valueJSON)"
+        }
+        return Array((out + "}").utf8)
+    }
+}
+
+/// Delivered and failed counts of `produce`.
+final class DeliveryCounts: Sendable {
+    private let state = Mutex<(delivered: Int, failed: Int, firstError: String?)>((0, 0, nil))
+    func add(_ error: KafkaError?) {
+        state.withLock { state in
+            if let error {
+                state.failed += 1
+                if state.firstError == nil { state.firstError = error.message }
+            } else {
+                state.delivered += 1
+            }
+        }
+    }
+    var snapshot: (Int, Int, String?) { state.withLock { ($0.delivered, $0.failed, $0.firstError) } }
+}

@@ -1,0 +1,37 @@
+import PushWorkerCore
+import PushWorkerService
+
+/// `pushworker run [--config FILE] [--bootstrap-servers HOSTS]`: the service.
+struct RunCommand {
+    let commandLine: PushWorkerCommandLine
+
+    static let help = """
+    Usage: pushworker run [--config FILE] [--bootstrap-servers HOSTS]
+
+    Runs the service: consumes the input topics in the consumer group, validates and routes each push by
+    its "type", runs the worker under its budget, produces the result, and commits the input offset once
+    the result is acknowledged. SIGTERM or SIGINT stops it gracefully (exit 0); a second signal exits at once.
+    While it runs, /metrics (Prometheus), /healthz and /readyz are served on httpServer.host:httpServer.port
+    (default 0.0.0.0:9400; PUSHWORKER_HTTP_PORT=0 picks a free port, PUSHWORKER_HTTP_ENABLED=false turns it off).
+
+    Options:
+      --config FILE               JSON5 configuration (default: $PUSHWORKER_CONFIG, else built-in defaults)
+      --bootstrap-servers HOSTS   Kafka brokers, host:port[,host:port] (overrides the file and
+                                  $PUSHWORKER_BOOTSTRAP_SERVERS)
+    """
+
+    func execute(_ arguments: [String]) async throws {
+        var parser = ArgumentParser(command: "run", options: [
+            .init(name: "config", takesValue: true), .init(name: "bootstrap-servers", takesValue: true),
+        ])
+        try parser.parse(arguments)
+        if parser.has("help") { Output.line(Self.help); return }
+        let (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
+        PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
+        PushWorkerLogger(label: "pushworker").info("configuration loaded", metadata: ["source": source])
+        let service = PushWorkerService(configuration: configuration, registry: try commandLine.makeRegistry(configuration))
+        let watcher = SignalWatcher { service.shutdown() }
+        defer { withExtendedLifetime(watcher) {} }
+        try await service.run()
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+
+extension ServiceConfiguration {
+    /// Whether a librdkafka property holds a secret (its value is masked when printed).
+    public static func isSecretProperty(_ name: String) -> Bool {
+        let lowered = name.lowercased()
+        return ["password", "secret", "sasl.oauthbearer.config", "ssl.key.pem", "ssl_key", "token"].contains { lowered.contains($0) }
+    }
+
+    /// The workers of `registry` that the configuration did not declare (a custom executable's Swift
+    /// workers), by type: their result name, budget and concurrency limit.
+    func swiftWorkers(in registry: WorkerRegistry) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for type in registry.types {
+            guard let registered = registry.route(type: type) else { continue }
+            if let spec = workers[type], registered.name == spec.registeredName(for: type) { continue }  // the configured one
+            result[type] = .object([
+                "worker": .string(registered.name), "budgetMs": .int(registered.budget.wholeMilliseconds),
+                "maxConcurrent": registered.maxConcurrent.map { .int(Int64($0)) } ?? .null,
+            ])
+        }
+        return result
+    }
+
+    /// The effective configuration as pretty JSON, with secret properties shown as `"*****"`.
+    /// - Parameter registry: the workers `run` would use; when given, its Swift workers are listed under
+    ///   `swiftWorkers` and `drainTimeoutMs` counts their budgets.
+    public func effectiveDescription(registry: WorkerRegistry? = nil) -> String {
+        func properties(_ configuration: KafkaConfiguration) -> JSONValue {
+            .object(Dictionary(uniqueKeysWithValues: configuration.properties.map {
+                ($0.name, JSONValue.string(Self.isSecretProperty($0.name) ? "*****" : $0.value))
+            }))
+        }
+        func worker(_ spec: WorkerSpec) -> JSONValue {
+            var members: [String: JSONValue] = ["kind": .string(spec.kindName), "budgetMs": .int(Int64(spec.budgetMs ?? defaultBudgetMs))]
+            members["maxConcurrent"] = spec.maxConcurrent.map { .int(Int64($0)) } ?? .null
+            switch spec.kind {
+            case .exec(let arguments, let environment, let workingDirectory, let graceMs):
+                members["command"] = .array(arguments.map(JSONValue.string))
+                members["env"] = .object(environment.mapValues { _ in .string("*****") })
+                members["workingDirectory"] = workingDirectory.map(JSONValue.string) ?? .null
+                members["terminationGraceMs"] = .int(Int64(graceMs))
+            case .http(let url, let headers, let timeoutMs):
+                members["url"] = .string(url.absoluteString)
+                members["headers"] = .object(headers.mapValues { _ in .string("*****") })
+                members["timeoutMs"] = .int(Int64(timeoutMs))
+            case .noop(let result, let reason, let delayMs):
+                members["result"] = .string(result.rawValue)
+                members["reason"] = reason.map(JSONValue.string) ?? .null
+                members["delayMs"] = .int(Int64(delayMs))
+            }
+            return .object(members)
+        }
+        let root: JSONValue = .object([
+            "kafka": properties(kafka),
+            "consumer": properties(consumer),
+            "producer": properties(producer),
+            "effectiveConsumerProperties": properties(consumerProperties),
+            "effectiveProducerProperties": properties(producerProperties),
+            "groupId": .string(groupId),
+            "inputTopics": .array(inputTopics.map(JSONValue.string)),
+            "resultsTopic": .string(resultsTopic),
+            "deadLetter": deadLetter.map { deadLetter in
+                .object(["topic": .string(deadLetter.topic), "reasons": deadLetter.reasons.map { .array($0.map(JSONValue.string)) } ?? .null])
+            } ?? .null,
+            "maxInFlight": .int(Int64(maxInFlight)),
+            "maxBufferedRecords": .int(Int64(maxBufferedRecords)),
+            "maxPayloadBytes": .int(Int64(maxPayloadBytes)),
+            "defaultBudgetMs": .int(Int64(defaultBudgetMs)),
+            "drainTimeoutMs": .int(Int64(registry.map { drainTimeoutMs(for: $0) } ?? effectiveDrainTimeoutMs)),
+            "workers": .object(workers.mapValues(worker)),
+            // Workers a custom executable registers in Swift (beside or in place of configured ones).
+            "swiftWorkers": registry.map { .object(swiftWorkers(in: $0)) } ?? .null,
+            "defaultWorker": defaultWorker.map(worker) ?? .null,
+            "permittedTypes": permittedTypes.map { .array($0.map(JSONValue.string)) } ?? .null,
+            "log": .object(["level": .string(logLevel.rawValue), "format": .string(logFormat.rawValue)]),
+            "dev": .object(["partitions": .int(Int64(devPartitions))]),
+            "httpServer": .object([
+                "enabled": .bool(httpServer.enabled), "host": .string(httpServer.host), "port": .int(Int64(httpServer.port)),
+            ]),
+            "health": .object(["stuckResultsAfterMs": .int(health.stuckResultsAfter.wholeMilliseconds)]),
+        ])
+        return root.jsonText(pretty: true)
+    }
+}
