@@ -10,7 +10,7 @@ import Testing
 
     /// `failing` runs on the executor (ClosureWorker), `instant` answers without suspending (NoopWorker).
     func dispatcher(_ collector: ResultCollector) -> JobDispatcher {
-        var registry = WorkerRegistry(defaultBudget: .seconds(5))
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
         registry.register(type: "failing", worker: ClosureWorker { _ in .failed(.workerError, detail: "on purpose") }, name: "failing")
         registry.register(type: "instant", worker: NoopWorker(outcome: .noData), name: "instant")
         return JobDispatcher(registry: registry, maxInFlight: 4, executor: BudgetedExecutor(), onResult: collector.onResult)

@@ -6,7 +6,7 @@ import Testing
 @Suite struct JobDispatcherOutcomeTests {
     /// A dispatcher with `content-update` registered (a noop worker returning newData) and, optionally, a default worker.
     func dispatcher(withDefault: Bool = false, collector: ResultCollector) -> JobDispatcher {
-        var registry = WorkerRegistry(defaultBudget: .seconds(5))
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
         registry.register(type: "content-update", worker: NoopWorker(outcome: .newData), name: "noop:content-update")
         if withDefault {
             registry.setDefault(worker: NoopWorker(outcome: WorkerOutcome(.noData, reason: "fromDefault")), name: "fallback")
@@ -161,7 +161,7 @@ import Testing
     func workerOutcomeThrowAndTimeoutRows() async throws {
         struct Boom: Error, CustomStringConvertible { var description: String { "boom: upstream 503" } }
         let collector = ResultCollector()
-        var registry = WorkerRegistry(defaultBudget: .seconds(5))
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
         registry.register(type: "outcome", worker: ClosureWorker { _ in WorkerOutcome(.failed, reason: "quota", detail: "HTTP 429") })
         registry.register(type: "throws", worker: ClosureWorker { _ in throw Boom() })
         registry.register(type: "slow", worker: NoopWorker(outcome: .newData, delay: .seconds(10)), budget: .milliseconds(150))

@@ -8,6 +8,12 @@ import Testing
 struct KafkaClientTests {
     static func uniqueName(_ prefix: String) -> String { "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())" }
 
+    /// Stops the cluster on a dedicated thread: its destroy joins the brokers' threads, which must not hold
+    /// up the cooperative pool the other suites' jobs run on.
+    static func shutdown(_ cluster: EmbeddedKafkaCluster) async throws {
+        try await DedicatedThread.run(name: "cluster-shutdown") { cluster.shutdown() }
+    }
+
     /// Polls on a dedicated thread until `count` records arrive or `timeoutMs` passes.
     static func consume(_ consumer: KafkaConsumer, count: Int, timeoutMs: Int = 15_000) async throws -> [KafkaRecord] {
         try await DedicatedThread.run(name: "test-consume") {
@@ -48,7 +54,7 @@ struct KafkaClientTests {
         #expect(records[1].value == nil)
         #expect(records[1].key == nil)
         #expect(records[1].offset == 1)
-        cluster.shutdown()
+        try await Self.shutdown(cluster)
     }
 
     @Test func deliveryReportsCarryTheCallersTokensInBatches() async throws {
@@ -67,7 +73,7 @@ struct KafkaClientTests {
         let left = await producer.close()
         #expect(left == 0)
         #expect(Set(seen.withLock { $0 }) == Set(0..<500))
-        cluster.shutdown()
+        try await Self.shutdown(cluster)
     }
 
     @Test func onlyStoredOffsetsAreCommitted() async throws {
@@ -103,7 +109,7 @@ struct KafkaClientTests {
         #expect(other.count == 1)
         try await DedicatedThread.run(name: "close") { try consumer.close() }
         #expect(assigned.withLock { $0 }.contains(.revoking([tp])))
-        cluster.shutdown()
+        try await Self.shutdown(cluster)
     }
 
     @Test func invalidPropertiesAreRefusedByName() throws {
@@ -162,7 +168,7 @@ struct KafkaClientTests {
         try await DedicatedThread.run(name: "close") { try consumer.close() }
         #expect(records.map(\.topicPartition.partition).sorted() == [0, 1, 2])
         #expect(records.allSatisfy { $0.value == Array("p\($0.topicPartition.partition)".utf8) })
-        cluster.shutdown()
+        try await Self.shutdown(cluster)
     }
 
     @Test func embeddedClusterReportsTopicsAndStopsOnShutdown() async throws {
@@ -176,7 +182,7 @@ struct KafkaClientTests {
         let partitions = try await DedicatedThread.run(name: "meta") { try consumer.partitionCount(topic: topic, timeoutMs: 5000) }
         #expect(partitions == 6)
         try await DedicatedThread.run(name: "close") { try consumer.close() }
-        cluster.shutdown()
+        try await Self.shutdown(cluster)
         #expect(throws: KafkaError.self) { try cluster.createTopic("after-shutdown") }
         #expect(throws: KafkaError.self) { try EmbeddedKafkaCluster(brokers: 0) }
     }
@@ -231,7 +237,7 @@ struct KafkaClientTests {
         #expect(fromProducer.consumerGroup == nil)
         #expect(fromProducer.messagesQueued == 0)
         await producer.close()
-        cluster.shutdown()
+        try await Self.shutdown(cluster)
     }
 
     @Test func statisticsThatAreNotAnObjectAreRefused() {

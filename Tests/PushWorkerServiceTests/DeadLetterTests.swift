@@ -88,7 +88,7 @@ struct DeadLetterTests {
     static func silent(_ type: String) -> String { #"{"aps":{"content-available":1},"type":"\#(type)"}"# }
 
     static func registry() -> WorkerRegistry {
-        var registry = WorkerRegistry(defaultBudget: .seconds(5))
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
         registry.register(type: "ok", worker: ClosureWorker { _ in .newData })
         registry.register(type: "unchanged", worker: ClosureWorker { _ in WorkerOutcome(.noData, reason: "unchanged") })
         registry.register(type: "throws", worker: ClosureWorker { _ in throw CocoaError(.fileNoSuchFile) }, name: "thrower")

@@ -24,7 +24,7 @@ struct MetricsEndpointTests {
     }
 
     static func registry() -> WorkerRegistry {
-        var registry = WorkerRegistry(defaultBudget: .seconds(5))
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
         registry.register(type: "ok", worker: ClosureWorker { _ in .newData })
         registry.register(type: "unchanged", worker: ClosureWorker { _ in
             try await Task.sleep(for: .milliseconds(30))

@@ -159,7 +159,7 @@ struct UndeliverableOutputTests {
     static func silent(_ type: String) -> String { #"{"aps":{"content-available":1},"type":"\#(type)"}"# }
 
     static func registry(gate: Gate? = nil) -> WorkerRegistry {
-        var registry = WorkerRegistry(defaultBudget: .seconds(5))
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
         registry.register(type: "ok", worker: ClosureWorker { _ in .newData })
         registry.register(type: "throws", worker: ClosureWorker { _ in throw CocoaError(.fileNoSuchFile) }, name: "thrower")
         if let gate {
