@@ -164,9 +164,10 @@ import Testing
         let log = RunLog()
         let collector = ResultCollector()
         var registry = WorkerRegistry()
-        // Margins for a loaded machine (or ThreadSanitizer's slowdown): the quick job needs 50 ms of its 1 s.
-        registry.register(type: "slow", worker: log.worker(sleeping: .milliseconds(1500)), budget: .seconds(5))
-        registry.register(type: "quick", worker: log.worker(sleeping: .milliseconds(50)), budget: .seconds(1))
+        // Margins for a loaded machine or a sanitizer's slowdown: the quick job needs 50 ms of its 2 s, and
+        // the slow one, which holds the only slot for 2.5 s, has 60 s.
+        registry.register(type: "slow", worker: log.worker(sleeping: .milliseconds(2500)), budget: .seconds(60))
+        registry.register(type: "quick", worker: log.worker(sleeping: .milliseconds(50)), budget: .seconds(2))
         let dispatcher = JobDispatcher(registry: registry, maxInFlight: 1, executor: BudgetedExecutor(), onResult: collector.onResult)
         dispatcher.submit([record(0, type: "slow"), record(1, type: "quick")])
         #expect(dispatcher.waitingCount == 1)
@@ -174,26 +175,32 @@ import Testing
         let slow = try #require(collector.result(offset: 0))
         let quick = try #require(collector.result(offset: 1))
         #expect(slow.result == .newData)
-        // The quick record waited ~1.5 s, longer than its 1 s budget, but the budget starts at its worker's start.
+        // The quick record waited ~2.5 s, longer than its 2 s budget, but the budget starts at its worker's start.
         #expect(quick.result == .newData, "the waiting record timed out: \(quick.reason?.rawValue ?? "") \(quick.detail ?? "")")
         #expect(quick.reason == nil)
         let quickStarted = try #require(quick.startedAtMs)
         #expect(quickStarted >= slow.finishedAtMs - 5)
-        #expect(quickStarted - quick.receivedAtMs >= 1400)
-        #expect(quick.durationMs >= 45 && quick.durationMs < 1000)
+        #expect(quickStarted - quick.receivedAtMs >= 2400)
+        #expect(quick.durationMs >= 45 && quick.durationMs < 2000)
     }
 
     @Test(.timeLimit(.minutes(1)))
     func waitingBehindItsKeyDoesNotUseTheBudget() async throws {
         let log = RunLog()
         let collector = ResultCollector()
-        let dispatcher = dispatcher(log, sleeping: .milliseconds(100), maxInFlight: 4, collector: collector, budget: .seconds(1))
-        // Fifteen records of one key: the last ones wait 1.1–1.4 s, longer than the 1 s budget (each run needs
-        // 100 ms of it: room for a loaded machine or ThreadSanitizer's slowdown).
-        dispatcher.submit((0..<15).map { record(Int64($0), key: "same") })
+        var registry = WorkerRegistry()
+        // The first record of the key holds it for 2.5 s (its own budget is 60 s); the five behind it wait
+        // that long, longer than their 2 s budget, and then need 10 ms of it each (room for a loaded machine
+        // or a sanitizer's slowdown).
+        registry.register(type: "slow", worker: log.worker(sleeping: .milliseconds(2500)), budget: .seconds(60))
+        registry.register(type: "quick", worker: log.worker(sleeping: .milliseconds(10)), budget: .seconds(2))
+        let dispatcher = JobDispatcher(registry: registry, maxInFlight: 4, executor: BudgetedExecutor(), onResult: collector.onResult)
+        dispatcher.submit([record(0, key: "same", type: "slow")] + (1..<6).map { record(Int64($0), key: "same", type: "quick") })
         #expect(await idle(dispatcher))
-        #expect(collector.all.count == 15)
+        #expect(collector.all.count == 6)
         #expect(collector.all.allSatisfy { $0.result == .newData }, "\(collector.all.map { $0.reason?.rawValue ?? "-" })")
+        let last = try #require(collector.result(offset: 5))
+        #expect(try #require(last.startedAtMs) - last.receivedAtMs >= 2400, "the last record waited behind its key longer than its budget")
     }
 
     @Test(.timeLimit(.minutes(1)))
