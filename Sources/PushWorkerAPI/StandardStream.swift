@@ -10,7 +10,7 @@ import Darwin
 /// The process's standard output or standard error, written with `write(2)`: unbuffered, and never a trap.
 ///
 /// Foundation's `FileHandle.write(_:)` stops the process when a write fails (it wraps a throwing write in
-/// `try!`), so a closed (`2>&-`) or broken stderr would crash the service at its first log line. Writes here
+/// a forced `try`), so a closed (`2>&-`) or broken stderr would crash the service at its first log line. Writes here
 /// report the failure instead; the caller decides (the logger drops and counts the line, the command line
 /// ends quietly when its stdout is closed).
 ///

@@ -39,8 +39,8 @@ struct BenchCommand {
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
         let records = try parser.int("records", in: 1...10_000_000) ?? 100_000
-        // The mock broker keeps at most 5 MiB per partition and drops the oldest records beyond it
-        // (LIBRDKAFKA-NOTES): spread the records so that each partition stays under 4 MiB.
+        // librdkafka 2.0.2's mock broker keeps at most 5 MiB per partition and drops the oldest records beyond
+        // it: spread the records so that each partition stays under 4 MiB.
         let requested = try parser.int("partitions", in: 1...256) ?? 4
         let partitions = max(requested, (records * 160 + 4 * 1_048_576 - 1) / (4 * 1_048_576))
         let maxInFlight = try parser.int("max-in-flight", in: 1...1_000_000) ?? 1024
@@ -74,7 +74,8 @@ struct BenchCommand {
         try await Self.fill(servers: servers, topic: input, value: payload, count: records, partitions: partitions)
         var configuration = ServiceConfiguration()
         configuration.kafka = KafkaConfiguration(["bootstrap.servers": servers])
-        // librdkafka 2.0.2 stalls up to 1 s once queued.min.messages (100000) are queued (LIBRDKAFKA-NOTES).
+        // librdkafka 2.0.2 stops fetching for up to 1 s once queued.min.messages (100000) are queued
+        // (fetch.queue.backoff.ms, which would shorten that, is settable only from 2.2.0).
         configuration.consumer["queued.min.messages"] = "1000000"
         // The mock broker answers a Fetch with no new data only after fetch.wait.max.ms (real brokers answer
         // as soon as data arrives): keep it short so latency measures pushworker, not the mock.

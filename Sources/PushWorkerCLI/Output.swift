@@ -28,7 +28,7 @@ public enum Output {
     private static func write(_ bytes: [UInt8]) {
         guard let failure = lock.withLock({ _ in StandardStream.output.write(bytes) }) else { return }
         if failure.isBrokenPipe { ProcessSignals.endByDefaultAction(SIGPIPE) }
-        error("pushworker: cannot write to stdout: \(String(cString: strerror(failure.errorNumber)))")
+        error("pushworker: cannot write to stdout: \(String(cString: strerror(failure.errorNumber)))")  // NUL-safe: strerror's own text
         _exit(1)
     }
 

@@ -35,7 +35,7 @@ public struct EndpointAddress: Sendable, Hashable, CustomStringConvertible {
         var list: UnsafeMutablePointer<addrinfo>?
         let status = getaddrinfo(trimmed, nil, &hints, &list)
         guard status == 0, let first = list else {
-            let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))
+            let reason = status == 0 ? "no address" : String(cString: gai_strerror(status))  // NUL-safe: gai_strerror's own text
             throw EndpointServerError(.invalidAddress, host: host, port: port, "the host '\(host)' is not an IP address and does not resolve (\(reason))")
         }
         defer { freeaddrinfo(first) }

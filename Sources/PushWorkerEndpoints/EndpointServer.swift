@@ -77,7 +77,7 @@ public final class EndpointServer: Sendable {
         let logger = UnsafeMutablePointer<pushworker_mhd_logger>.allocate(capacity: 1)
         logger.initialize(to: pushworker_mhd_logger(sink: { context, message, errorNumber in
             guard let context, let message else { return }
-            Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue().logged(String(cString: message), errorNumber: errorNumber)
+            Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue().logged(String(cString: message), errorNumber: errorNumber)  // NUL-safe: libmicrohttpd's own log text
         }, context: unmanaged.toOpaque()))
         let started = requested.storage.withUnsafeBytes { bytes in
             pushworker_mhd_start(
@@ -178,7 +178,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     guard let cls, let connection else { return .NO }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     let (response, allow) = context.respond(
-        method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/")
+        method: method.map { String(cString: $0) } ?? "", path: url.map { String(cString: $0) } ?? "/")  // NUL-safe: libmicrohttpd's C strings; a %00 can only shorten the path to one of the fixed read-only routes
     let made = response.body.withUnsafeBytes { body in
         MHD_create_response_from_buffer(body.count, UnsafeMutableRawPointer(mutating: body.baseAddress), .RESPMEM_MUST_COPY)
     }

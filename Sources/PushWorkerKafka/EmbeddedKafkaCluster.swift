@@ -5,7 +5,7 @@ import Synchronization
 /// on loopback with consumer groups, idempotence and transactions, for development and tests.
 ///
 /// It lives inside this process: its brokers stop when ``shutdown()`` is called or the value is freed.
-/// Limits of librdkafka 2.0.2's mock (see `LIBRDKAFKA-NOTES.md`): no admin API, no retention, at most
+/// Limits of librdkafka 2.0.2's mock (`rdkafka_mock.h`): no admin API, no retention, at most
 /// 5 MiB / 100 000 message sets per partition (oldest dropped), static membership not stored.
 ///
 /// `@unchecked Sendable`: the mock cluster and its owning client handle are set once in `init`, freed once
@@ -33,7 +33,7 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
             throw KafkaError(.mockCluster, "rd_kafka_mock_cluster_new failed")
         }
         cluster = Mutex(MockClusterPointer(raw: mc))
-        bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(mc))
+        bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(mc))  // NUL-safe: librdkafka's own host:port list
         brokerCount = brokers
     }
 

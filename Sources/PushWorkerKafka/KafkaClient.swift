@@ -55,19 +55,19 @@ final class KafkaClient: @unchecked Sendable {
             guard let callbacks = KafkaCallbacks.from(rk), let log = callbacks.log else { return }
             log(KafkaLogMessage(
                 severity: level,
-                facility: facility.map { String(cString: $0) } ?? "",
-                message: buffer.map { String(cString: $0) } ?? "",
-                client: rk.map { String(cString: rd_kafka_name($0)) } ?? ""
+                facility: facility.map { String(cString: $0) } ?? "",  // NUL-safe: librdkafka's own text (names, errors, versions)
+                message: buffer.map { String(cString: $0) } ?? "",  // NUL-safe: librdkafka's own text (names, errors, versions)
+                client: rk.map { String(cString: rd_kafka_name($0)) } ?? ""  // NUL-safe: librdkafka's own text (names, errors, versions)
             ))
         }
         rd_kafka_conf_set_error_cb(conf) { rk, err, reason, _ in
             guard let callbacks = KafkaCallbacks.from(rk), let log = callbacks.log else { return }
-            let name = String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: err)))
+            let name = String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: err)))  // NUL-safe: librdkafka's own text (names, errors, versions)
             log(KafkaLogMessage(
                 severity: 3,
                 facility: "ERROR",
-                message: "\(name): \(reason.map { String(cString: $0) } ?? "")",
-                client: rk.map { String(cString: rd_kafka_name($0)) } ?? ""
+                message: "\(name): \(reason.map { String(cString: $0) } ?? "")",  // NUL-safe: librdkafka's own text (names, errors, versions)
+                client: rk.map { String(cString: rd_kafka_name($0)) } ?? ""  // NUL-safe: librdkafka's own text (names, errors, versions)
             ))
         }
         if callbacks.delivery != nil {
@@ -117,5 +117,5 @@ final class KafkaClient: @unchecked Sendable {
     }
 
     /// The client's name, e.g. `rdkafka#producer-1`.
-    var name: String { String(cString: rd_kafka_name(handle)) }
+    var name: String { String(cString: rd_kafka_name(handle)) }  // NUL-safe: librdkafka's own text (names, errors, versions)
 }

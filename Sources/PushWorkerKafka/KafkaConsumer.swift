@@ -54,12 +54,12 @@ public final class KafkaConsumer: Sendable {
         self.firstAssignment = firstAssignment
         let callbacks = KafkaCallbacks(log: logHandler, rebalance: { rk, err, list in
             let partitions = PartitionList.read(list).map(\.topicPartition)
-            let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"
+            let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"  // NUL-safe: librdkafka's own text (names, errors, versions)
             func report(_ context: String, _ error: OpaquePointer?) {
                 guard let error else { return }
-                let text = String(cString: rd_kafka_error_string(error))
+                let text = String(cString: rd_kafka_error_string(error))  // NUL-safe: librdkafka's own text (names, errors, versions)
                 rd_kafka_error_destroy(error)
-                logHandler?(KafkaLogMessage(severity: 3, facility: "REBALANCE", message: "\(context) failed: \(text)", client: String(cString: rd_kafka_name(rk))))
+                logHandler?(KafkaLogMessage(severity: 3, facility: "REBALANCE", message: "\(context) failed: \(text)", client: String(cString: rd_kafka_name(rk))))  // NUL-safe: librdkafka's own text (names, errors, versions)
             }
             switch err {
             case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
@@ -82,7 +82,7 @@ public final class KafkaConsumer: Sendable {
                     _ = rd_kafka_assign(rk, nil)
                 }
             default:
-                logHandler?(KafkaLogMessage(severity: 3, facility: "REBALANCE", message: "rebalance error: \(String(cString: rd_kafka_err2str(err)))", client: String(cString: rd_kafka_name(rk))))
+                logHandler?(KafkaLogMessage(severity: 3, facility: "REBALANCE", message: "rebalance error: \(String(cString: rd_kafka_err2str(err)))", client: String(cString: rd_kafka_name(rk))))  // NUL-safe: librdkafka's own text (names, errors, versions)
                 _ = rd_kafka_assign(rk, nil)
             }
         }, statistics: onStatistics)
@@ -137,10 +137,10 @@ public final class KafkaConsumer: Sendable {
             let fatal = rd_kafka_fatal_error(client.handle, &errstr, errstr.count)
             throw KafkaError(.fatal, "fatal consumer error", fatal)
         }
-        let text = message.pointee.payload.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? ""
+        let text = message.pointee.payload.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? ""  // NUL-safe: librdkafka's own text (names, errors, versions)
         client.callbacks.log?(KafkaLogMessage(
             severity: 4, facility: "CONSUME",
-            message: "\(String(cString: rd_kafka_err2name(err))): \(String(cString: rd_kafka_err2str(err))) \(text)",
+            message: "\(String(cString: rd_kafka_err2name(err))): \(String(cString: rd_kafka_err2str(err))) \(text)",  // NUL-safe: librdkafka's own text (names, errors, versions)
             client: client.name))
         return nil
     }
@@ -167,7 +167,7 @@ public final class KafkaConsumer: Sendable {
             for index in 0..<Int(list.pointee.cnt) {
                 let element = list.pointee.elems[index]
                 if element.err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    let tp = TopicPartition(topic: String(cString: element.topic), partition: element.partition)
+                    let tp = TopicPartition(topic: String(cString: element.topic), partition: element.partition)  // NUL-safe: librdkafka's own text (names, errors, versions)
                     failed.append((tp, KafkaError(.consumer, "store offset \(element.offset) for \(tp)", element.err)))
                 }
             }
@@ -224,7 +224,7 @@ public final class KafkaConsumer: Sendable {
         defer { rd_kafka_metadata_destroy(metadata) }
         for index in 0..<Int(metadata.pointee.topic_cnt) {
             let entry = metadata.pointee.topics[index]
-            guard String(cString: entry.topic) == topic else { continue }
+            guard String(cString: entry.topic) == topic else { continue }  // NUL-safe: librdkafka's own text (names, errors, versions)
             if entry.err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.admin, "topic \(topic)", entry.err) }
             return Int(entry.partition_cnt)
         }
@@ -311,6 +311,6 @@ public final class KafkaConsumer: Sendable {
     public var memberId: String? {
         guard let id = rd_kafka_memberid(client.handle) else { return nil }
         defer { rd_kafka_mem_free(client.handle, id) }
-        return id.pointee == 0 ? nil : String(cString: id)
+        return id.pointee == 0 ? nil : String(cString: id)  // NUL-safe: member ids are the coordinator's printable ids
     }
 }

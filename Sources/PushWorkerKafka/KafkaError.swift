@@ -55,14 +55,14 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 
     init(_ code: Code, _ context: String, _ err: rd_kafka_resp_err_t) {
-        let text = String(cString: rd_kafka_err2str(err))
-        let name = String(cString: rd_kafka_err2name(err))
+        let text = String(cString: rd_kafka_err2str(err))  // NUL-safe: librdkafka's own text (names, errors, versions)
+        let name = String(cString: rd_kafka_err2name(err))  // NUL-safe: librdkafka's own text (names, errors, versions)
         self.init(code, "\(context): \(text) (\(name))", rdKafkaError: err.rawValue)
     }
 
     /// librdkafka's name for ``rdKafkaError`` (`rd_kafka_err2name`), or `nil` when it is 0.
     public var rdKafkaErrorName: String? {
-        rdKafkaError == 0 ? nil : String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: rdKafkaError)))
+        rdKafkaError == 0 ? nil : String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: rdKafkaError)))  // NUL-safe: librdkafka's own text (names, errors, versions)
     }
 
     public var description: String { message }

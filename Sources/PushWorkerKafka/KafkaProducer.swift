@@ -225,13 +225,13 @@ public final class KafkaProducer: Sendable {
         }
         if let error {
             let code = rd_kafka_error_code(error)
-            let text = String(cString: rd_kafka_error_string(error))
+            let text = String(cString: rd_kafka_error_string(error))  // NUL-safe: librdkafka's own text (names, errors, versions)
             let retriable = rd_kafka_error_is_retriable(error) != 0
             rd_kafka_error_destroy(error)
             if code == RD_KAFKA_RESP_ERR__QUEUE_FULL {
                 throw KafkaError(.queueFull, "producer queue full (queue.buffering.max.messages)", rdKafkaError: code.rawValue, isRetriable: true)
             }
-            let name = String(cString: rd_kafka_err2name(code))
+            let name = String(cString: rd_kafka_err2name(code))  // NUL-safe: librdkafka's own text (names, errors, versions)
             throw KafkaError(.deliveryFailed, "produce to \(record.topic) failed: \(text) (\(name))", rdKafkaError: code.rawValue, isRetriable: retriable)
         }
     }

@@ -63,7 +63,7 @@ public struct KafkaRecord: Sendable {
                 // librdkafka gives a header's name as a C string (it has no length): a name is read up to
                 // its first NUL byte, the one place a value from outside is cut. Values come with their size
                 // and are copied exactly, NUL bytes and non-UTF-8 bytes included.
-                let headerName = name.map { String(cString: $0) } ?? ""
+                let headerName = name.map { String(cString: $0) } ?? ""  // NUL-safe: librdkafka gives header names only as C strings (documented limit; values are exact)
                 let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
                 headers.append(KafkaHeader(name: headerName, value: bytes))
                 index += 1

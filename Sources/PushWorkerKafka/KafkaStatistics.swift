@@ -160,7 +160,7 @@ public struct KafkaStatistics: Sendable, Equatable {
         var result: [(String, UnsafeMutablePointer<cJSON>)] = []
         var child = container.pointee.child
         while let item = child {
-            if cJSON_IsObject(item) != 0 { result.append((item.pointee.string.map { String(cString: $0) } ?? "", item)) }
+            if cJSON_IsObject(item) != 0 { result.append((item.pointee.string.map { String(cString: $0) } ?? "", item)) }  // NUL-safe: librdkafka's own keys
             child = item.pointee.next
         }
         return result
@@ -168,7 +168,7 @@ public struct KafkaStatistics: Sendable, Equatable {
 
     private static func string(_ object: UnsafeMutablePointer<cJSON>, _ key: String) -> String? {
         guard let item = cJSON_GetObjectItemCaseSensitive(object, key), cJSON_IsString(item) != 0, let text = item.pointee.valuestring else { return nil }
-        return String(cString: text)
+        return String(cString: text)  // NUL-safe: librdkafka's own statistics text
     }
 
     private static func int64(_ object: UnsafeMutablePointer<cJSON>, _ key: String) -> Int64? {

@@ -21,7 +21,7 @@ struct TopicNameCache {
         if let known = names[key] {
             name = known
         } else {
-            name = rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
+            name = rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""  // NUL-safe: topic names are [a-zA-Z0-9._-]+
             names[key] = name
         }
         lastHandle = key

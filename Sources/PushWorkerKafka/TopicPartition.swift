@@ -41,7 +41,7 @@ enum PartitionList {
         for index in 0..<Int(list.pointee.cnt) {
             let element = list.pointee.elems[index]
             result.append(TopicPartitionOffset(
-                TopicPartition(topic: String(cString: element.topic), partition: element.partition),
+                TopicPartition(topic: String(cString: element.topic), partition: element.partition),  // NUL-safe: topic names are [a-zA-Z0-9._-]+
                 offset: element.offset
             ))
         }
