@@ -8,11 +8,7 @@ import Testing
 /// workers plus the Swift ones, checked against `permittedTypes` at startup.
 @Suite struct CustomExecutableRegistryTests {
     static func load(_ text: String, environment: [String: String] = [:]) throws -> ServiceConfiguration {
-        var configuration = ServiceConfiguration()
-        try configuration.apply(json5: Data(text.utf8), environment: environment)
-        try configuration.applyEnvironment(environment)
-        try configuration.check()
-        return configuration
+        try ServiceConfiguration.load(json5: Data(text.utf8), environment: environment)
     }
 
     @Test func customExecutablesAddSwiftWorkersBesideConfiguredOnes() throws {

@@ -8,11 +8,7 @@ import Testing
 /// The JSON5 configuration file, environment overrides and the checks made at startup.
 @Suite struct ConfigurationTests {
     static func load(_ text: String, environment: [String: String] = [:]) throws -> ServiceConfiguration {
-        var configuration = ServiceConfiguration()
-        try configuration.apply(json5: Data(text.utf8), environment: environment)
-        try configuration.applyEnvironment(environment)
-        try configuration.check()
-        return configuration
+        try ServiceConfiguration.load(json5: Data(text.utf8), environment: environment)
     }
 
     static func error(_ text: String, environment: [String: String] = [:]) -> ConfigurationError? {
