@@ -14,7 +14,20 @@ import Synchronization
 public struct PushWorkerLogger: Sendable {
     /// Severity, lowest first; the names and order of swift-log's `Logger.Level` (raw values match).
     public enum Level: String, Sendable, Comparable, CaseIterable {
-        case trace, debug, info, notice, warning, error, critical
+        /// The finest detail, for tracing a problem through the code (e.g. librdkafka's protocol debug lines).
+        case trace
+        /// Detail for debugging: one line per result, per rebalance step, per librdkafka debug message.
+        case debug
+        /// Normal operation: start, assignment, stop (the default level).
+        case info
+        /// A normal but significant event.
+        case notice
+        /// Something went wrong and was handled: a retried delivery, a worker that ignores cancellation.
+        case warning
+        /// An operation failed: a record that cannot be produced, a consumer error.
+        case error
+        /// The service cannot go on.
+        case critical
         var rank: Int { Self.allCases.firstIndex(of: self) ?? 0 }
         /// Whether `lhs` is less severe than `rhs`.
         public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rank < rhs.rank }
@@ -24,7 +37,10 @@ public struct PushWorkerLogger: Sendable {
     /// (`2026-11-30T10:16:48.123Z warning [label] message key=value`) or `json` (one JSON object per line
     /// with `time`, `level`, `label`, `message` and the metadata).
     public enum Format: String, Sendable, CaseIterable {
-        case text, json
+        /// One line per message: time, level, `[label]`, message, then `key=value` metadata.
+        case text
+        /// One JSON object per line: `time`, `level`, `label`, `message` and the metadata's keys.
+        case json
     }
 
     /// A message's metadata: key to string value (`messageId`, `type`, `topic`, …). swift-log's
