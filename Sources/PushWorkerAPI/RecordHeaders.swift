@@ -19,12 +19,17 @@
 /// headers.string(named: "x-raw")           // nil: not UTF-8
 /// ```
 public struct RecordHeaders: Sendable, Hashable, RandomAccessCollection, ExpressibleByArrayLiteral {
-    private var headers: [RecordHeader]
+    @usableFromInline var headers: [RecordHeader]
 
     /// No headers.
     public init() { headers = [] }
 
-    /// The headers `headers`, in their order (an array is kept as it is, not copied).
+    /// The headers `headers`, in their order (the array is kept as it is, not copied).
+    public init(_ headers: [RecordHeader]) {
+        self.headers = headers
+    }
+
+    /// The headers `headers`, in their order.
     public init(_ headers: some Sequence<RecordHeader>) {
         self.headers = Array(headers)
     }
@@ -40,15 +45,15 @@ public struct RecordHeaders: Sendable, Hashable, RandomAccessCollection, Express
     }
 
     /// The position of the first header (0).
-    public var startIndex: Int { headers.startIndex }
+    @inlinable public var startIndex: Int { headers.startIndex }
     /// One past the position of the last header (the count).
-    public var endIndex: Int { headers.endIndex }
+    @inlinable public var endIndex: Int { headers.endIndex }
 
     /// The header at `position` (record order, from 0).
-    public subscript(position: Int) -> RecordHeader { headers[position] }
+    @inlinable public subscript(position: Int) -> RecordHeader { headers[position] }
 
     /// The first header named `name`, or `nil` when there is none.
-    public subscript(_ name: String) -> RecordHeader? {
+    @inlinable public subscript(_ name: String) -> RecordHeader? {
         for header in headers where Self.matches(header.name, name) { return header }
         return nil
     }
@@ -83,7 +88,7 @@ public struct RecordHeaders: Sendable, Hashable, RandomAccessCollection, Express
 
     /// Exact, byte-for-byte name comparison (`String`'s `==` would also match canonically equivalent
     /// spellings, e.g. U+212A KELVIN SIGN and `K`).
-    @inline(__always)
+    @inlinable @inline(__always)
     static func matches(_ a: String, _ b: String) -> Bool {
         a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
     }

@@ -17,6 +17,7 @@ import Testing
         let context = try #require(TraceContext(traceparent: Self.header(flags: flags)))
         #expect(context.flags == value)
         #expect(context.isSampled == sampled)
+        #expect((context.flags & TraceContext.sampledFlag != 0) == sampled)
         #expect(context.traceparent == Self.header(flags: flags))
     }
 
