@@ -1,9 +1,10 @@
 import Foundation
 import Synchronization
 
-/// pushworker's structured logger: a label, swift-log's levels, string metadata, and a process-wide
-/// ``PushWorkerLogHandler`` that writes each message (by default ``StandardErrorLogHandler``: one line per
-/// message to stderr, in `text` or `json` format).
+/// pushworker's structured logger: a label, swift-log's levels, string metadata (the logger's own
+/// ``metadata``, merged with each line's), and a process-wide ``PushWorkerLogHandler`` that writes each
+/// message (by default ``StandardErrorLogHandler``: one line per message to stderr, in `text` or `json`
+/// format).
 ///
 /// Its shape is swift-log's `Logger` (label, `Level` with the same names, metadata, a handler bootstrapped
 /// once per process), so an application that uses swift-log routes pushworker's logs into it with a short
