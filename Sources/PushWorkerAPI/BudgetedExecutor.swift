@@ -54,7 +54,7 @@ public final class BudgetedExecutor: Sendable {
         var started = job
         let start = ContinuousClock.now
         let startedAtMs = WallClock.nowMs()
-        started.start(budget: registered.budget, at: start)
+        started.start(budget: registered.budget, at: start, worker: registered.name)
         let job = started
         let run = WorkerRun()
         let deadline = job.deadline

@@ -14,8 +14,11 @@ public struct Job: Sendable {
     public var value: [UInt8]
     /// The ordering key, or `nil`.
     public var key: [UInt8]?
-    /// The record headers.
-    public var headers: [(name: String, value: [UInt8]?)]
+    /// The record's headers, in record order with duplicates kept: look one up by name with
+    /// `headers["name"]`, `headers.bytes(named:)` or `headers.string(named:)` (the first of that name), or
+    /// `headers.values(named:)` (all of them). Names are read up to their first NUL byte (librdkafka gives
+    /// them as C strings); values are the exact bytes. See ``RecordHeaders``.
+    public var headers: RecordHeaders
     /// Where the record came from.
     public var source: RecordSource
     /// The W3C `traceparent` header's bytes, exactly as the record had them (at most
@@ -27,29 +30,42 @@ public struct Job: Sendable {
         get { traceparentHeader.flatMap { String(validating: $0, as: UTF8.self) } }
         set { traceparentHeader = newValue.map { Array($0.utf8) } }
     }
-    /// The `traceparent` header parsed as W3C Trace Context (``TraceContext``), or `nil` if absent or
-    /// malformed. Parsed on each use.
+    /// The `traceparent` header parsed as W3C Trace Context level 1 (``TraceContext``: trace id, parent
+    /// span id, flags), or `nil` when the record has no `traceparent` header or it is malformed (then
+    /// start a new trace). Parsed on each use, from ``traceparentHeader``: the first `traceparent` header,
+    /// if at most 512 bytes.
     public var traceContext: TraceContext? {
         traceparentHeader.flatMap { TraceContext(traceparent: $0) }
     }
     /// The run: 1 for the first; one more than the record's ``Job/attemptsHeader`` when it has one (a
     /// record redriven from the dead-letter topic).
     public var attempt: Int
-    /// When the budget runs out, in milliseconds since the UNIX epoch. Set when the worker starts.
+    /// When the budget runs out, in milliseconds since the UNIX epoch (wall clock): the value exec workers
+    /// get as `PUSHWORKER_DEADLINE_MS`. Set when the worker starts, from ``deadline``. A Swift worker should
+    /// prefer ``deadline`` and ``remaining``: the wall clock can jump.
     public var deadlineMs: Int64
-    /// When the budget runs out, on the monotonic clock. Set when the worker starts.
+    /// When the budget runs out, on `ContinuousClock` (monotonic; it keeps counting while the machine
+    /// sleeps): the worker's start plus its budget. Set when the worker starts; the task is cancelled at
+    /// this instant. E.g. `try await Task.sleep(until: job.deadline, clock: .continuous)`.
     public var deadline: ContinuousClock.Instant
+    /// The name of the worker running the job (the result's `worker` field, e.g. `swift:content-update`),
+    /// set by the executor when the worker starts; `nil` before (or for a job built by hand and not run by
+    /// a `BudgetedExecutor`).
+    public package(set) var workerName: String?
     private let parsed: ParsedObject
 
     /// Creates a job (the testing kit and tests build them by hand; the service builds them from records).
-    /// - Parameter deadline: the deadline until a ``BudgetedExecutor`` starts the job and sets it from the
-    ///   worker's budget (default: 30 s from now).
+    /// - Parameters:
+    ///   - headers: the record headers (default: none). They are kept as given; ``traceparent`` is a
+    ///     separate parameter, as the service reads it from the headers before building the job.
+    ///   - deadline: the deadline until a ``BudgetedExecutor`` starts the job and sets it from the
+    ///     worker's budget (default: 30 s from now).
     public init(
         messageId: String,
         type: String?,
         value: [UInt8],
         key: [UInt8]? = nil,
-        headers: [(name: String, value: [UInt8]?)] = [],
+        headers: RecordHeaders = [],
         source: RecordSource,
         traceparent: String? = nil,
         attempt: Int = 1,
@@ -58,6 +74,24 @@ public struct Job: Sendable {
         self.init(
             messageId: messageId, type: type, value: value, key: key, headers: headers, source: source,
             traceparentHeader: traceparent.map { Array($0.utf8) }, attempt: attempt, notStartedAt: deadline, placeholderMs: WallClock.wallMs(at: deadline))
+    }
+
+    /// Creates a job with headers given as (name, value) pairs, the shape `headers` had before
+    /// ``RecordHeaders`` (so `headers: [("apns-id", Array("m-1".utf8))]` keeps compiling); otherwise as
+    /// ``init(messageId:type:value:key:headers:source:traceparent:attempt:deadline:)``.
+    public init(
+        messageId: String,
+        type: String?,
+        value: [UInt8],
+        key: [UInt8]? = nil,
+        headers: [(name: String, value: [UInt8]?)],
+        source: RecordSource,
+        traceparent: String? = nil,
+        attempt: Int = 1,
+        deadline: ContinuousClock.Instant = .now.advanced(by: .seconds(30))
+    ) {
+        self.init(messageId: messageId, type: type, value: value, key: key, headers: RecordHeaders(headers), source: source,
+                  traceparent: traceparent, attempt: attempt, deadline: deadline)
     }
 
     /// The header that counts the runs a record has already had: `pushworker-attempts`, a decimal integer.
@@ -77,7 +111,8 @@ public struct Job: Sendable {
         return runs + 1
     }
 
-    /// The time left in the budget (zero once the deadline has passed). Size I/O timeouts from it.
+    /// The time left in the budget on `ContinuousClock`: from now to ``deadline``, zero once it has passed.
+    /// Read on each use. Size I/O timeouts from it, e.g. `min(ownTimeout, job.remaining)`.
     public var remaining: Duration {
         max(.zero, ContinuousClock.now.duration(to: deadline))
     }
@@ -94,17 +129,35 @@ public struct Job: Sendable {
     }
 
     /// The first header named `name` as a UTF-8 string, or `nil` (absent, null, or not UTF-8: read
-    /// ``headers`` for the bytes).
+    /// ``headers`` for the bytes). The same as `headers.string(named: name)`.
     public func header(_ name: String) -> String? {
-        for header in headers where header.name == name {
-            return header.value.flatMap { String(validating: $0, as: UTF8.self) }
-        }
-        return nil
+        headers.string(named: name)
+    }
+
+    /// The label of ``logger``: `pushworker.worker`. The worker's name is in the `worker` metadata key,
+    /// so one label covers every worker and a line can still be told apart by worker.
+    public static let loggerLabel = "pushworker.worker"
+
+    /// A logger for the worker's own lines about this job: label ``loggerLabel``, carrying the metadata
+    /// `messageId`, `type` (empty when the job has none, as in pushworker's own lines), `topic`,
+    /// `partition`, `offset`, `attempt` and, once the worker has started, `worker` (``workerName``). Each
+    /// line's own metadata is merged in and wins over these keys. It writes through the process-wide
+    /// ``PushWorkerLogHandler`` at the process-wide level, like every ``PushWorkerLogger``.
+    ///
+    /// Built on each use from the job's current fields (nothing is built for a job whose worker never
+    /// reads it): keep it in a local when logging several lines, e.g. `let logger = job.logger`.
+    public var logger: PushWorkerLogger {
+        var metadata: PushWorkerLogger.Metadata = [
+            "messageId": messageId, "type": type ?? "", "topic": source.topic,
+            "partition": String(source.partition), "offset": String(source.offset), "attempt": String(attempt),
+        ]
+        if let workerName { metadata["worker"] = workerName }
+        return PushWorkerLogger(label: Self.loggerLabel, metadata: metadata)
     }
 
     /// A job whose deadline is set later, by the executor when its worker starts (no clock reads here:
     /// this is on the per-record path).
-    package init(messageId: String, type: String?, value: [UInt8], key: [UInt8]?, headers: [(name: String, value: [UInt8]?)],
+    package init(messageId: String, type: String?, value: [UInt8], key: [UInt8]?, headers: RecordHeaders,
          source: RecordSource, traceparentHeader: [UInt8]?, attempt: Int, notStartedAt placeholder: ContinuousClock.Instant, placeholderMs: Int64) {
         self.messageId = messageId
         self.type = type
@@ -116,13 +169,15 @@ public struct Job: Sendable {
         self.attempt = attempt
         self.deadline = placeholder
         self.deadlineMs = placeholderMs
+        self.workerName = nil
         self.parsed = ParsedObject()
     }
 
-    /// Sets the deadline (called by the executor when the worker starts).
-    package mutating func start(budget: Duration, at start: ContinuousClock.Instant) {
+    /// Sets the deadline and, when given, ``workerName`` (called by the executor when the worker starts).
+    package mutating func start(budget: Duration, at start: ContinuousClock.Instant, worker: String? = nil) {
         deadline = start.advanced(by: budget)
         deadlineMs = WallClock.wallMs(at: deadline)
+        if let worker { workerName = worker }
     }
 }
 

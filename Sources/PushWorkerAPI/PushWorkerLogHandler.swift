@@ -8,8 +8,10 @@ public protocol PushWorkerLogHandler: Sendable {
     /// logs (a worker's task, a dedicated Kafka thread): it must not block for long.
     /// - Parameters:
     ///   - level: the message's severity.
-    ///   - label: the logger's component name, e.g. `pushworker` or `pushworker.kafka`.
+    ///   - label: the logger's component name, e.g. `pushworker`, `pushworker.kafka`, or
+    ///     `pushworker.worker` for a worker's lines through ``Job/logger``.
     ///   - message: the message text, as given (not escaped).
-    ///   - metadata: the message's key–value pairs (values as given, not escaped).
+    ///   - metadata: the message's key–value pairs: the logger's ``PushWorkerLogger/metadata`` with the
+    ///     line's own merged in (the line's value wins on a key both have); values as given, not escaped.
     func log(level: PushWorkerLogger.Level, label: String, message: String, metadata: PushWorkerLogger.Metadata)
 }

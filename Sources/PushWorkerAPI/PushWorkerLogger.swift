@@ -1,9 +1,10 @@
 import Foundation
 import Synchronization
 
-/// pushworker's structured logger: a label, swift-log's levels, string metadata, and a process-wide
-/// ``PushWorkerLogHandler`` that writes each message (by default ``StandardErrorLogHandler``: one line per
-/// message to stderr, in `text` or `json` format).
+/// pushworker's structured logger: a label, swift-log's levels, string metadata (the logger's own
+/// ``metadata``, merged with each line's), and a process-wide ``PushWorkerLogHandler`` that writes each
+/// message (by default ``StandardErrorLogHandler``: one line per message to stderr, in `text` or `json`
+/// format).
 ///
 /// Its shape is swift-log's `Logger` (label, `Level` with the same names, metadata, a handler bootstrapped
 /// once per process), so an application that uses swift-log routes pushworker's logs into it with a short
@@ -78,8 +79,26 @@ public struct PushWorkerLogger: Sendable {
     /// The component name shown in each line, e.g. `pushworker.pipeline`.
     public var label: String
 
+    /// Metadata written with every line of this logger (swift-log's `Logger.metadata`), e.g. the job's
+    /// `messageId` and `topic` on ``Job/logger``. A line's own metadata is merged in and wins on a key
+    /// both have. Default: none.
+    public var metadata: Metadata
+
     /// Creates a logger for a component.
-    public init(label: String) { self.label = label }
+    /// - Parameters:
+    ///   - label: the component name, e.g. `pushworker.pipeline`.
+    ///   - metadata: metadata for every line (default: none); see ``metadata``.
+    public init(label: String, metadata: Metadata = [:]) {
+        self.label = label
+        self.metadata = metadata
+    }
+
+    /// One key of ``metadata`` (swift-log's `logger[metadataKey: "x"] = "y"`): `nil` when absent; setting
+    /// `nil` removes the key.
+    public subscript(metadataKey key: String) -> String? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
 
     /// Sets the process-wide level and writes messages with ``StandardErrorLogHandler`` in `format` (and, for
     /// tests, to `sink`; when `nil`, the sink set before, at first ``standardErrorSink``).
@@ -103,12 +122,15 @@ public struct PushWorkerLogger: Sendable {
     @inline(__always)
     public func isEnabled(_ level: Level) -> Bool { level.rank >= Self.levelRank.load(ordering: .relaxed) }
 
-    /// Hands `message` at `level` with `metadata` to the process-wide handler, if the level is enabled
-    /// (the autoclosures are not evaluated otherwise).
+    /// Hands `message` at `level` to the process-wide handler, with the logger's ``metadata`` and the
+    /// line's `metadata` merged (the line's value wins on a key both have), if the level is enabled (the
+    /// autoclosures are not evaluated, and nothing is merged, otherwise).
     public func log(_ level: Level, _ message: @autoclosure () -> String, metadata: @autoclosure () -> Metadata = [:]) {
         guard isEnabled(level) else { return }
         let handler = Self.settings.withLock { $0.handler }
-        handler.log(level: level, label: label, message: message(), metadata: metadata())
+        let line = metadata()
+        let merged = self.metadata.isEmpty ? line : line.isEmpty ? self.metadata : self.metadata.merging(line) { _, own in own }
+        handler.log(level: level, label: label, message: message(), metadata: merged)
     }
 
     /// A metadata value as the `text` format writes it: as is; in quotes when it holds a space; JSON-escaped

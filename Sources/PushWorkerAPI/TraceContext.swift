@@ -1,13 +1,17 @@
-/// A parsed W3C Trace Context `traceparent` header (https://www.w3.org/TR/trace-context/, section 3.2):
-/// `version-traceid-parentid-flags`, e.g. `00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01`.
+/// A parsed W3C Trace Context `traceparent` header (Trace Context level 1,
+/// https://www.w3.org/TR/trace-context/, section 3.2): `version-traceid-parentid-flags`, e.g.
+/// `00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01`.
 ///
-/// The rules followed: lowercase hex only; `version` is two hex digits and not `ff`; `trace-id` is 32 hex
-/// digits, not all zero; `parent-id` is 16 hex digits, not all zero; `trace-flags` is two hex digits.
-/// Version `00` is exactly 55 characters; a later version may carry more fields after a `-` at position
-/// 55, which are ignored as the spec says. Anything else is malformed and parses as `nil`.
+/// The rules followed: lowercase hex only, in every field; `version` is two hex digits and not `ff`;
+/// `trace-id` is 32 hex digits, not all zero; `parent-id` is 16 hex digits, not all zero; `trace-flags` is
+/// two hex digits, kept whole (bit 0 is `sampled`, the only flag level 1 defines; other bits are kept, not
+/// interpreted). Version `00` is exactly 55 characters. A later version is parsed as section 3.2.4 says:
+/// at least 55 characters, the four fields at the same places, then the end or a `-` and further fields,
+/// which are ignored. Nothing is trimmed (a Kafka header is not an HTTP field): surrounding spaces make it
+/// malformed. Anything else is malformed and parses as `nil`; the spec then says to start a new trace.
 ///
 /// pushworker forwards the `traceparent` header's bytes unchanged whether or not they parse; this type is
-/// for workers that want the fields.
+/// for workers that want the fields (``Job/traceContext``).
 public struct TraceContext: Sendable, Hashable {
     /// The format version (0 for the current spec).
     public var version: UInt8
@@ -15,13 +19,17 @@ public struct TraceContext: Sendable, Hashable {
     public var traceId: String
     /// The parent span id: 16 lowercase hex digits.
     public var parentId: String
-    /// The trace flags; bit 0 is `sampled`.
+    /// The trace flags, all eight bits as received; bit 0 is `sampled` (``sampledFlag``).
     public var flags: UInt8
 
-    /// Whether the caller sampled the trace (flag bit 0).
-    public var isSampled: Bool { flags & 0x01 != 0 }
+    /// The `sampled` bit of ``flags`` (0x01): the caller may have recorded its part of the trace.
+    public static let sampledFlag: UInt8 = 0x01
 
-    /// The header text for these fields, as a `traceparent` header writes them.
+    /// Whether the caller sampled the trace (``sampledFlag`` is set in ``flags``).
+    public var isSampled: Bool { flags & Self.sampledFlag != 0 }
+
+    /// The header text for these fields, as a `traceparent` header writes them: always the four fields
+    /// (a later version's further fields are not kept), in the version given by ``version``.
     public var traceparent: String {
         "\(Self.hex(version))-\(traceId)-\(parentId)-\(Self.hex(flags))"
     }

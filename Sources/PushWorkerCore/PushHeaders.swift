@@ -29,7 +29,7 @@ public struct PushHeaders: Sendable, Hashable {
     public var problem: String?
 
     /// Reads the headers of one record.
-    public init(_ headers: [(name: String, value: [UInt8]?)]) {
+    public init(_ headers: RecordHeaders) {
         var apnsId: [UInt8]??
         var apnsExpiration: [UInt8]??
         var traceparent: [UInt8]??

@@ -31,7 +31,7 @@ public enum WorkerProbe {
         let job = Job(
             messageId: headers["apns-id"] ?? "probe-0-0", type: type ?? payloadType, value: value,
             key: key.map { Array($0.utf8) },
-            headers: headers.sorted { $0.key < $1.key }.map { ($0.key, Array($0.value.utf8)) },
+            headers: RecordHeaders(headers.sorted { $0.key < $1.key }.map { RecordHeader(name: $0.key, string: $0.value) }),
             source: RecordSource(topic: "probe", partition: 0, offset: 0),
             traceparent: headers["traceparent"])
         return await BudgetedExecutor().run(job, on: RegisteredWorker(name: "probe", worker: worker, budget: budget))

@@ -74,7 +74,7 @@ final class ConsumerLoop: Sendable {
                 batch.append(InputRecord(
                     source: RecordSource(topic: record.topicPartition.topic, partition: record.topicPartition.partition, offset: record.offset),
                     key: record.key, value: record.value,
-                    headers: record.headers.map { ($0.name, $0.value) },
+                    headers: RecordHeaders(record.headers.map { RecordHeader(name: $0.name, value: $0.value) }),
                     receivedAtMs: receivedAtMs))
                 if shouldStop() { break }
             }

@@ -83,7 +83,7 @@ import Testing
     }
 
     /// The names and values of headers, comparable with `==`.
-    static func flat(_ headers: [(name: String, value: [UInt8]?)]) -> [String] {
+    static func flat(_ headers: RecordHeaders) -> [String] {
         headers.map { "\($0.name)=\($0.value.map { String(decoding: $0, as: UTF8.self) } ?? "<null>")" }
     }
 

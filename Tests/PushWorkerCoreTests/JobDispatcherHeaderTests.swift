@@ -112,6 +112,42 @@ import Testing
         #expect(context.isSampled)
     }
 
+    @Test func aWorkerSeesTheRecordsHeadersAndALoggerWithItsMetadata() async throws {
+        struct Seen: Sendable {
+            var headers: RecordHeaders
+            var label: String
+            var metadata: PushWorkerLogger.Metadata
+        }
+        let seen = Locked<[Seen]>([])
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
+        registry.register(type: "content-update", worker: ClosureWorker { job in
+            let logger = job.logger
+            seen.withLock { $0.append(Seen(headers: job.headers, label: logger.label, metadata: logger.metadata)) }
+            return .newData
+        }, name: "swift:content-update")
+        let collector = ResultCollector()
+        let dispatcher = JobDispatcher(registry: registry, maxInFlight: 4, executor: BudgetedExecutor(), onResult: collector.onResult)
+        let headers: RecordHeaders = [
+            RecordHeader(name: "x-tenant", string: "t-1"), RecordHeader(name: "apns-id", string: "m-42"),
+            RecordHeader(name: "x-tenant", string: "t-2"), RecordHeader(name: "x-null", value: nil),
+            RecordHeader(name: "x-raw", value: [0xFF, 0x00]), RecordHeader(name: Job.attemptsHeader, string: "2"),
+        ]
+        dispatcher.submit([InputRecord(source: source(17, partition: 5, topic: "pushes-ctx"), value: Payload.silent(), headers: headers, receivedAtMs: WallClock.nowMs())])
+        #expect(await idle(dispatcher))
+        #expect(collector.result(offset: 17)?.result == .newData)
+        let job = try #require(seen.value.first)
+        #expect(job.headers == headers, "every header, in record order, duplicates and null values kept")
+        #expect(job.headers.values(named: "x-tenant") == [Array("t-1".utf8), Array("t-2".utf8)])
+        #expect(job.headers.string(named: "x-tenant") == "t-1")
+        #expect(job.headers.contains("x-null") && job.headers.bytes(named: "x-null") == nil)
+        #expect(job.headers.bytes(named: "x-raw") == [0xFF, 0x00] && job.headers.string(named: "x-raw") == nil)
+        #expect(job.label == "pushworker.worker")
+        #expect(job.metadata == [
+            "messageId": "m-42", "type": "content-update", "topic": "pushes-ctx", "partition": "5", "offset": "17",
+            "attempt": "3", "worker": "swift:content-update",
+        ])
+    }
+
     // MARK: header bounds
 
     @Test func anApnsIdAtTheBoundIsKept() async throws {
