@@ -81,7 +81,7 @@ extension ServiceConfiguration {
         }
         if httpServer.enabled {
             do {
-                _ = try EndpointAddress.resolve(host: httpServer.host, port: UInt16(clamping: httpServer.port))
+                _ = try EndpointAddress.resolve(host: httpServer.host, port: httpServer.port)
             } catch {
                 throw ConfigurationError(.invalidValue, key: "httpServer.host",
                     "'\(httpServer.host)' is not an IPv4/IPv6 address and does not resolve; use e.g. 0.0.0.0, 127.0.0.1 or :: (set in the file or PUSHWORKER_HTTP_HOST)")

@@ -62,7 +62,7 @@ extension ServiceConfiguration {
             guard let number = Int(value), (0...65_535).contains(number) else {
                 throw ConfigurationError(.invalidValue, key: "PUSHWORKER_HTTP_PORT", "must be a port number from 0 to 65535 (0 = any free port), got '\(value)'")
             }
-            httpServer.port = number
+            httpServer.port = UInt16(clamping: number)  // 0…65535: exact
         }
         if let value = environment["PUSHWORKER_GROUP_INSTANCE_ID"], !value.isEmpty { consumer["group.instance.id"] = value }
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) {

@@ -61,8 +61,8 @@ extension ServiceConfiguration {
         if let value = try reader.int("maxInFlight", min: 1) { maxInFlight = value }
         if let value = try reader.int("maxBufferedRecords", min: 1) { maxBufferedRecords = value }
         if let value = try reader.int("maxPayloadBytes", min: 1) { maxPayloadBytes = value }
-        if let value = try reader.int("defaultBudgetMs", min: 1) { defaultBudgetMs = value }
-        if let value = try reader.int("drainTimeoutMs", min: 0) { drainTimeoutMs = value }
+        if let value = try reader.int("defaultBudgetMs", min: 1) { defaultBudget = .milliseconds(value) }
+        if let value = try reader.int("drainTimeoutMs", min: 0) { drainTimeout = .milliseconds(value) }
         if var log = try reader.object("log") {
             if let value = try log.string("level") { logLevel = try Self.parseLevel(value, key: "log.level") }
             if let value = try log.string("format") { logFormat = try Self.parseFormat(value, key: "log.format") }
@@ -71,7 +71,7 @@ extension ServiceConfiguration {
         if var http = try reader.object("httpServer") {
             if let value = try http.bool("enabled") { httpServer.enabled = value }
             if let value = try http.string("host") { httpServer.host = value }
-            if let value = try http.int("port", min: 0, max: 65_535) { httpServer.port = value }
+            if let value = try http.int("port", min: 0, max: 65_535) { httpServer.port = UInt16(clamping: value) }  // 0…65535: exact
             try http.finish()
         }
         if var section = try reader.object("health") {

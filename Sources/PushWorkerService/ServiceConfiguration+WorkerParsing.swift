@@ -22,7 +22,7 @@ extension ServiceConfiguration {
             let hint = known.sorted().filter { $0 != "kind" }.joined(separator: ", ")
             throw ConfigurationError(.unknownKey, key: spec.path + ".\(unknown)", "is not a key of a \(kind) worker (known: \(hint))")
         }
-        let budgetMs = try spec.int("budgetMs", min: 1)
+        let budget = try spec.int("budgetMs", min: 1).map { Duration.milliseconds($0) }
         let maxConcurrent = try spec.int("maxConcurrent", min: 1)
         var result: WorkerSpec
         switch kind {
@@ -33,7 +33,7 @@ extension ServiceConfiguration {
             let environment = try spec.stringMap("env") ?? [:]
             let workingDirectory = try spec.string("workingDirectory")
             let grace = try spec.int("terminationGraceMs", min: 0) ?? 2000
-            result = WorkerSpec(kind: .exec(arguments: command, environment: environment, workingDirectory: workingDirectory, terminationGraceMs: grace), budgetMs: budgetMs)
+            result = WorkerSpec(kind: .exec(arguments: command, environment: environment, workingDirectory: workingDirectory, terminationGrace: .milliseconds(grace)), budget: budget)
         case "noop":
             let text = try spec.string("result") ?? "noData"
             guard let outcome = BackgroundFetchResult(rawValue: text) else {
@@ -41,7 +41,7 @@ extension ServiceConfiguration {
             }
             let reason = try spec.string("reason")
             let delay = try spec.int("delayMs", min: 0) ?? 0
-            result = WorkerSpec(kind: .noop(result: outcome, reason: reason, delayMs: delay), budgetMs: budgetMs)
+            result = WorkerSpec(kind: .noop(result: outcome, reason: reason, delay: .milliseconds(delay)), budget: budget)
         case "http":
             guard let text = try spec.string("url") else {
                 throw ConfigurationError(.invalidValue, key: spec.path + ".url", "is required for an http worker: an http:// or https:// URL")
@@ -61,7 +61,7 @@ extension ServiceConfiguration {
                 headers[header] = value
             }
             let timeoutMs = try spec.int("timeoutMs", min: 1) ?? 30_000
-            result = WorkerSpec(kind: .http(url: url, headers: headers, timeoutMs: timeoutMs), budgetMs: budgetMs)
+            result = WorkerSpec(kind: .http(url: url, headers: headers, requestTimeout: .milliseconds(timeoutMs)), budget: budget)
         default:
             throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "unknown worker kind '\(kind)'; expected exec, http or noop")
         }
