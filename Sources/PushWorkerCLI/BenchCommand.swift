@@ -85,7 +85,7 @@ struct BenchCommand {
         configuration.resultsTopic = "bench-results"
         configuration.maxInFlight = maxInFlight
         configuration.maxBufferedRecords = max(50_000, records + 1)
-        configuration.workers["bench"] = WorkerSpec(kind: .noop(result: .newData, reason: nil, delayMs: 0))
+        configuration.workers["bench"] = WorkerSpec(kind: .noop(result: .newData, reason: nil, delay: .zero))
         // Measured as deployed: metrics, statistics and the HTTP server on (on any free loopback port).
         configuration.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
         let throughput = try await Self.runService(configuration: configuration, registry: try commandLine.makeRegistry(configuration), expected: records, during: nil)

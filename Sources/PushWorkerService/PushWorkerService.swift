@@ -125,7 +125,7 @@ public final class PushWorkerService: Sendable {
         let httpLogger = PushWorkerLogger(label: "pushworker.http")
         let server: EndpointServer
         do {
-            server = try EndpointServer(host: settings.host, port: UInt16(clamping: settings.port), routes: [
+            server = try EndpointServer(host: settings.host, port: settings.port, routes: [
                 "/metrics": { _ in
                     EndpointResponse(status: 200, contentType: MetricsRegistry.contentType, body: Array(metrics.registry.exposition().utf8))
                 },
@@ -171,7 +171,7 @@ public final class PushWorkerService: Sendable {
         let tracker = OffsetTracker()
         let executor = BudgetedExecutor(logger: PushWorkerLogger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
         let kafkaLog = PushWorkerLogger(label: "pushworker.librdkafka").kafkaLogHandler
-        let drainTimeoutMs = configuration.drainTimeoutMs(for: registry)
+        let drainTimeoutMs = Int(configuration.effectiveDrainTimeout(for: registry).wholeMilliseconds)  // ≤ 2^31−1 ms + 10 s
         let rebalance = RebalanceRelay()
         let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog, onRebalance: { event in
             rebalance.handler?(event)

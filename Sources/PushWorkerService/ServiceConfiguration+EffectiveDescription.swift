@@ -27,6 +27,10 @@ extension ServiceConfiguration {
     /// The effective configuration as pretty JSON, with secret properties shown as `"*****"`.
     /// - Parameter registry: the workers `run` would use; when given, its Swift workers are listed under
     ///   `swiftWorkers` and `drainTimeoutMs` counts their budgets.
+    ///
+    /// Times are printed under the file's keys in whole milliseconds (`defaultBudgetMs`, `budgetMs`,
+    /// `terminationGraceMs`, …), as they take effect: clamped as ``defaultBudget``, ``WorkerSpec/budget``
+    /// and ``WorkerSpec/Kind`` say, a sub-millisecond part dropped.
     public func effectiveDescription(registry: WorkerRegistry? = nil) -> String {
         func properties(_ configuration: KafkaConfiguration) -> JSONValue {
             .object(Dictionary(uniqueKeysWithValues: configuration.properties.map {
@@ -34,22 +38,22 @@ extension ServiceConfiguration {
             }))
         }
         func worker(_ spec: WorkerSpec) -> JSONValue {
-            var members: [String: JSONValue] = ["kind": .string(spec.kindName), "budgetMs": .int(Int64(spec.budgetMs ?? defaultBudgetMs))]
+            var members: [String: JSONValue] = ["kind": .string(spec.kindName), "budgetMs": .int((spec.budget ?? defaultBudget).asBudgetSetting.wholeMilliseconds)]
             members["maxConcurrent"] = spec.maxConcurrent.map { .int(Int64($0)) } ?? .null
             switch spec.kind {
-            case .exec(let arguments, let environment, let workingDirectory, let graceMs):
+            case .exec(let arguments, let environment, let workingDirectory, let grace):
                 members["command"] = .array(arguments.map(JSONValue.string))
                 members["env"] = .object(environment.mapValues { _ in .string("*****") })
                 members["workingDirectory"] = workingDirectory.map(JSONValue.string) ?? .null
-                members["terminationGraceMs"] = .int(Int64(graceMs))
-            case .http(let url, let headers, let timeoutMs):
+                members["terminationGraceMs"] = .int(grace.asWaitSetting.wholeMilliseconds)
+            case .http(let url, let headers, let requestTimeout):
                 members["url"] = .string(url.absoluteString)
                 members["headers"] = .object(headers.mapValues { _ in .string("*****") })
-                members["timeoutMs"] = .int(Int64(timeoutMs))
-            case .noop(let result, let reason, let delayMs):
+                members["timeoutMs"] = .int(requestTimeout.asBudgetSetting.wholeMilliseconds)
+            case .noop(let result, let reason, let delay):
                 members["result"] = .string(result.rawValue)
                 members["reason"] = reason.map(JSONValue.string) ?? .null
-                members["delayMs"] = .int(Int64(delayMs))
+                members["delayMs"] = .int(delay.asWaitSetting.wholeMilliseconds)
             }
             return .object(members)
         }
@@ -68,8 +72,8 @@ extension ServiceConfiguration {
             "maxInFlight": .int(Int64(maxInFlight)),
             "maxBufferedRecords": .int(Int64(maxBufferedRecords)),
             "maxPayloadBytes": .int(Int64(maxPayloadBytes)),
-            "defaultBudgetMs": .int(Int64(defaultBudgetMs)),
-            "drainTimeoutMs": .int(Int64(registry.map { drainTimeoutMs(for: $0) } ?? effectiveDrainTimeoutMs)),
+            "defaultBudgetMs": .int(defaultBudget.asBudgetSetting.wholeMilliseconds),
+            "drainTimeoutMs": .int((registry.map { effectiveDrainTimeout(for: $0) } ?? effectiveDrainTimeout).wholeMilliseconds),
             "workers": .object(workers.mapValues(worker)),
             // Workers a custom executable registers in Swift (beside or in place of configured ones).
             "swiftWorkers": registry.map { .object(swiftWorkers(in: $0)) } ?? .null,

@@ -29,13 +29,18 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Records taken but not yet finished (waiting, running or with results not yet acknowledged) above
     /// which the consumer pauses its partitions; it resumes below half of it. Default 50 000.
     public var maxBufferedRecords = 50_000
-    /// The largest record value accepted, in bytes. Default 4096 (APNs's background-push limit).
+    /// The largest record value accepted, a count of bytes (file `maxPayloadBytes`). Default 4096 (APNs's
+    /// background-push limit).
     public var maxPayloadBytes = 4096
-    /// The budget of workers declared without one, in milliseconds. Default 30 000 (iOS's 30 s).
-    public var defaultBudgetMs = 30_000
-    /// How long a shutdown or a partition revocation waits for running jobs and their results, in
-    /// milliseconds, or `nil` for the largest budget plus 10 s.
-    public var drainTimeoutMs: Int?
+    /// The budget of workers declared without one (file `defaultBudgetMs`, in milliseconds). Default 30 s
+    /// (iOS's 30 s). Takes effect clamped to 1 ms … 2 147 483 647 ms (about 24.8 days), the range the file
+    /// accepts: a Swift value below 1 ms (zero, negative) counts as 1 ms, a longer one as the maximum.
+    public var defaultBudget: Duration = .seconds(30)
+    /// How long a shutdown or a partition revocation waits for running jobs and their results (file
+    /// `drainTimeoutMs`, in milliseconds), or `nil` (the default) for the largest budget plus 10 s; see
+    /// ``effectiveDrainTimeout(for:)``. Takes effect clamped to 0 … 2 147 483 647 ms (negative counts as
+    /// zero) and in whole milliseconds (a sub-millisecond part is dropped).
+    public var drainTimeout: Duration?
     /// The workers by payload `type`.
     public var workers: [String: WorkerSpec] = [:]
     /// The worker for a missing or unregistered `type`, or `nil` (then: `noData` / `noWorker`).
@@ -67,12 +72,12 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// The registry of the configured workers. Result `worker` names are `<kind>:<type>`, and
     /// `<kind>:default` for the default worker.
     public func makeRegistry() -> WorkerRegistry {
-        var registry = WorkerRegistry(defaultBudget: .milliseconds(defaultBudgetMs))
+        var registry = WorkerRegistry(defaultBudget: defaultBudget.asBudgetSetting)
         for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
-            registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: type), budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
+            registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: type), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent)
         }
         if let spec = defaultWorker {
-            registry.setDefault(worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: "default"), budget: spec.budgetMs.map { .milliseconds($0) }, maxConcurrent: spec.maxConcurrent)
+            registry.setDefault(worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: "default"), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent)
         }
         return registry
     }
@@ -104,20 +109,25 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// librdkafka's statistics interval pushworker sets when the HTTP server is enabled and the user did not.
     static let defaultStatisticsIntervalMs = "5000"
 
-    /// How long drains wait (see ``drainTimeoutMs``), in milliseconds, counting the configured workers'
-    /// budgets only; ``drainTimeoutMs(for:)`` also counts Swift workers'.
-    public var effectiveDrainTimeoutMs: Int {
-        if let drainTimeoutMs { return drainTimeoutMs }
-        let budgets = workers.values.map { $0.budgetMs ?? defaultBudgetMs } + [defaultWorker?.budgetMs ?? defaultBudgetMs, defaultBudgetMs]
-        return (budgets.max() ?? defaultBudgetMs) + 10_000
+    /// How long drains wait (see ``drainTimeout``), counting the configured workers' budgets only:
+    /// ``drainTimeout`` when set (clamped to 0 … 2 147 483 647 ms), else the largest budget in effect
+    /// (``defaultBudget`` and each worker's, each clamped as ``makeRegistry()`` does) plus 10 s.
+    /// ``effectiveDrainTimeout(for:)`` also counts Swift workers'.
+    public var effectiveDrainTimeout: Duration {
+        if let drainTimeout { return drainTimeout.asWaitSetting }
+        let budgets = workers.values.map { ($0.budget ?? defaultBudget).asBudgetSetting }
+            + [(defaultWorker?.budget ?? defaultBudget).asBudgetSetting, defaultBudget.asBudgetSetting]
+        return (budgets.max() ?? defaultBudget.asBudgetSetting) + .seconds(10)
     }
 
-    /// How long shutdown and revocation drains wait for running jobs, in milliseconds: ``drainTimeoutMs``
-    /// when set, else the largest budget of any worker in `registry` (configured or registered in Swift)
-    /// plus 10 s, so that a running job of any type can finish or reach its deadline.
-    public func drainTimeoutMs(for registry: WorkerRegistry) -> Int {
-        if let drainTimeoutMs { return drainTimeoutMs }
-        return max(effectiveDrainTimeoutMs, Int(registry.largestBudget.wholeMilliseconds) + 10_000)
+    /// How long shutdown and revocation drains wait for running jobs and then for their results:
+    /// ``drainTimeout`` when set (clamped to 0 … 2 147 483 647 ms), else the largest budget of any worker
+    /// in `registry` (configured or registered in Swift, counted up to 2 147 483 647 ms) plus 10 s, so that
+    /// a running job of any type can finish or reach its deadline. The service waits this in whole
+    /// milliseconds (a sub-millisecond part is dropped).
+    public func effectiveDrainTimeout(for registry: WorkerRegistry) -> Duration {
+        if let drainTimeout { return drainTimeout.asWaitSetting }
+        return max(effectiveDrainTimeout, registry.largestBudget.asWaitSetting + .seconds(10))
     }
 
     /// Checks the workers registered for this deployment (configured and Swift ones) against

@@ -192,7 +192,7 @@ struct CommandLineTests {
 
 /// GET over loopback.
 func httpGet(_ url: String) async throws -> (status: Int, body: String) {
-    let answer = try await HTTPProbe.request(url, timeout: 5)
+    let answer = try await HTTPProbe.request(url, timeout: .seconds(5))
     return (answer.status, answer.body)
 }
 

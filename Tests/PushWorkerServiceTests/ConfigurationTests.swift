@@ -27,7 +27,7 @@ import Testing
         #expect(configuration.inputTopics == ["pushes"])
         #expect(configuration.resultsTopic == "push-results")
         #expect(configuration.groupId == "pushworker")
-        #expect(configuration.defaultBudgetMs == 30_000)
+        #expect(configuration.defaultBudget == .milliseconds(30_000))
         #expect(configuration.maxPayloadBytes == 4096)
         #expect(configuration.consumerProperties["enable.auto.offset.store"] == "false")
         #expect(configuration.consumerProperties["group.id"] == "pushworker")
@@ -41,7 +41,7 @@ import Testing
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let configuration = try ServiceConfiguration.load(path: path.appendingPathComponent("config/pushworker.json5").path, environment: [:])
         #expect(configuration.workers["content-update"]?.kindName == "exec")
-        #expect(configuration.workers["slow"]?.budgetMs == 2000)
+        #expect(configuration.workers["slow"]?.budget == .milliseconds(2000))
         #expect(configuration.deadLetter == DeadLetterConfiguration(topic: "push-dead-letters"))
         #expect(configuration.makeRegistry().route(type: "ping")?.name == "noop:ping")
         #expect(configuration.httpServer == HTTPServerConfiguration(enabled: true, host: "0.0.0.0", port: 9400))
@@ -73,7 +73,7 @@ import Testing
         #expect(registry.route(type: "other")?.maxConcurrent == nil)
         #expect(registry.route(type: "other")?.name == "noop:default")
         #expect(registry.route(type: "other")?.budget == .milliseconds(100))
-        #expect(configuration.effectiveDrainTimeoutMs == 15_000)
+        #expect(configuration.effectiveDrainTimeout == .milliseconds(15_000))
     }
 
     @Test func environmentOverridesTheFile() throws {
@@ -230,15 +230,15 @@ import Testing
     @Test func drainsWaitForTheLargestBudgetIncludingSwiftWorkers() throws {
         let configuration = try Self.load(#"{ defaultBudgetMs: 1000, workers: { ping: { kind: "noop", budgetMs: 5000 } } }"#)
         var registry = configuration.makeRegistry()
-        #expect(configuration.drainTimeoutMs(for: registry) == 15_000)
+        #expect(configuration.effectiveDrainTimeout(for: registry) == .milliseconds(15_000))
         registry.register(type: "greeting", worker: ClosureWorker { _ in .newData }, name: "swift:greeting", budget: .seconds(120), maxConcurrent: 4)
-        #expect(configuration.drainTimeoutMs(for: registry) == 130_000, "a Swift worker's running job can finish")
+        #expect(configuration.effectiveDrainTimeout(for: registry) == .milliseconds(130_000), "a Swift worker's running job can finish")
         let text = configuration.effectiveDescription(registry: registry)
         #expect(text.contains(#""drainTimeoutMs" : 130000"#))
         #expect(text.contains(#""swiftWorkers" : {"#) && text.contains(#""worker" : "swift:greeting""#))
         #expect(!text.contains(#""worker" : "noop:ping""#), "configured workers are not listed as Swift workers")
         let explicit = try Self.load(#"{ drainTimeoutMs: 3000 }"#)
-        #expect(explicit.drainTimeoutMs(for: registry) == 3000, "an explicit drainTimeoutMs wins")
+        #expect(explicit.effectiveDrainTimeout(for: registry) == .milliseconds(3000), "an explicit drainTimeoutMs wins")
     }
 
     @Test func tlsFilesThatDoNotExistAreRefusedAtStartup() throws {
@@ -273,12 +273,12 @@ import Testing
             { workers: { refresh: { kind: "http", url: "https://api.example.com/refresh", timeoutMs: 2000,
                                     headers: { "X-Team": "push" }, headersFromEnv: { Authorization: "REFRESH_TOKEN" } } } }
             """#, environment: ["REFRESH_TOKEN": "Bearer t0ken"])
-        guard case .http(let url, let headers, let timeoutMs)? = configuration.workers["refresh"]?.kind else {
+        guard case .http(let url, let headers, let requestTimeout)? = configuration.workers["refresh"]?.kind else {
             Issue.record("not an http worker"); return
         }
         #expect(url.absoluteString == "https://api.example.com/refresh")
         #expect(headers == ["X-Team": "push", "Authorization": "Bearer t0ken"])
-        #expect(timeoutMs == 2000)
+        #expect(requestTimeout == .milliseconds(2000))
         #expect(configuration.makeRegistry().route(type: "refresh")?.name == "http:refresh")
         let text = configuration.effectiveDescription()
         #expect(!text.contains("t0ken"))

@@ -156,7 +156,7 @@ struct MetricsEndpointTests {
 
         try await harness.stop()
         #expect(harness.service.httpServerPort == nil)
-        await #expect(throws: (any Error).self, "the server stops with the service") { _ = try await HTTPProbe.request(base + "/healthz", timeout: 2) }
+        await #expect(throws: (any Error).self, "the server stops with the service") { _ = try await HTTPProbe.request(base + "/healthz", timeout: .seconds(2)) }
         harness.cluster.shutdown()
     }
 
@@ -167,7 +167,7 @@ struct MetricsEndpointTests {
         let port = try await HTTPProbe.port(of: first.service)
         var configuration = first.configuration
         configuration.groupId += "-second"
-        configuration.httpServer.port = Int(port)
+        configuration.httpServer.port = port
         let second = PushWorkerService(configuration: configuration, registry: Self.registry())
         do {
             try await second.run()

@@ -168,17 +168,17 @@ struct PrometheusToolTests {
         var answer = ""
         let seen = await HTTPProbe.eventually(timeout: .seconds(90)) {
             guard process.isRunning else { return true }
-            guard let reply = try? await HTTPProbe.request(api + "/query?query=pushworker_records_consumed_total", timeout: 2) else { return false }
+            guard let reply = try? await HTTPProbe.request(api + "/query?query=pushworker_records_consumed_total", timeout: .seconds(2)) else { return false }
             answer = reply.body
             return Self.vectorValue(reply.body) == Double(Self.records)
         }
         let prometheusLog = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         #expect(process.isRunning, "prometheus exited: \(prometheusLog.suffix(2000))")
         #expect(seen && Self.vectorValue(answer) == Double(Self.records), "last answer: \(answer)\n\(prometheusLog.suffix(2000))")
-        let targets = try await HTTPProbe.request(api + "/targets", timeout: 5)
+        let targets = try await HTTPProbe.request(api + "/targets", timeout: .seconds(5))
         let health = Self.targetHealth(targets.body)
         #expect(health == ["up"], "\(targets.body)")
-        let results = try await HTTPProbe.request(api + "/query?query=sum(pushworker_results_total)", timeout: 5)
+        let results = try await HTTPProbe.request(api + "/query?query=sum(pushworker_results_total)", timeout: .seconds(5))
         #expect(Self.vectorValue(results.body) == Double(Self.records), "\(results.body)")
     }
 

@@ -166,7 +166,7 @@ struct ResultDeliveryTests {
         registry.register(type: "quick", worker: ClosureWorker { _ in .newData })
         registry.register(type: "gated", worker: ClosureWorker { _ in await gate.wait(); return .newData })
         let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) {
-            $0.drainTimeoutMs = 4000
+            $0.drainTimeout = .milliseconds(4000)
             $0.producer["message.timeout.ms"] = "60000"  // the results stay in librdkafka's queue
         }
         try await harness.produce(#"{"aps":{"content-available":1},"type":"quick"}"#)

@@ -1,0 +1,97 @@
+import Foundation
+import PushWorkerCore
+
+extension ServiceConfiguration {
+    /// Parses a JSON5 document over this configuration.
+    /// - Throws: ``ConfigurationError``.
+    public mutating func apply(json5 data: Data, file: String = "the config", environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        // Foundation's JSON5 scanner traps (a fatal error, not a thrown error) on some bytes that are not
+        // UTF-8, e.g. `{` followed by eight 0xFF bytes (found by Fuzz/FuzzConfiguration): check UTF-8 first.
+        var bytes = data.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        var offset = 0
+        decoding: while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: break decoding
+            case .error:
+                throw ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: the bytes at offset \(offset) are not UTF-8")
+            }
+        }
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        let root: JSONValue
+        do {
+            root = try decoder.decode(JSONValue.self, from: data)
+        } catch let DecodingError.dataCorrupted(context) {
+            let reason = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+            throw ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: \(reason)")
+        } catch {
+            throw ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: \(error)")
+        }
+        var reader = try ConfigReader(root, path: "")
+        if let kafka = try reader.properties("kafka") { self.kafka = self.kafka.merging(kafka) }
+        if let consumer = try reader.properties("consumer") { self.consumer = consumer }
+        if let producer = try reader.properties("producer") { self.producer = producer }
+        if let value = try reader.string("groupId") { groupId = value }
+        if let value = try reader.stringList("inputTopics") { inputTopics = value }
+        if let value = try reader.stringList("permittedTypes") { permittedTypes = value }
+        if let value = try reader.string("resultsTopic") { resultsTopic = value }
+        if var section = try reader.object("deadLetter") {
+            guard let topic = try section.string("topic") else {
+                throw ConfigurationError(.invalidValue, key: "deadLetter.topic", "is required in deadLetter (the dead-letter topic); remove deadLetter to turn dead letters off")
+            }
+            let reasons = try section.stringList("reasons")
+            if reasons?.isEmpty == true {
+                throw ConfigurationError(.invalidValue, key: "deadLetter.reasons", "is empty, so nothing would be dead-lettered; list reasons (e.g. [\"workerError\", \"timeout\"]) or remove it for every failed result")
+            }
+            for reason in reasons ?? [] {
+                if reason.isEmpty {
+                    throw ConfigurationError(.invalidValue, key: "deadLetter.reasons", "has an empty reason; list failed reasons such as \"workerError\" or \"timeout\"")
+                }
+                // Names that can never match a failed result: a typo for something else, refused rather
+                // than silently dead-lettering nothing.
+                if Self.neverFailedReasons.contains(reason) {
+                    throw ConfigurationError(.invalidValue, key: "deadLetter.reasons", "'\(reason)' is not a reason of failed results (only failed results are dead-lettered); built-in failed reasons are \(Self.failedReasons.joined(separator: ", ")), or a worker's own")
+                }
+            }
+            deadLetter = DeadLetterConfiguration(topic: topic, reasons: reasons)
+            try section.finish()
+        }
+        if let value = try reader.int("maxInFlight", min: 1) { maxInFlight = value }
+        if let value = try reader.int("maxBufferedRecords", min: 1) { maxBufferedRecords = value }
+        if let value = try reader.int("maxPayloadBytes", min: 1) { maxPayloadBytes = value }
+        if let value = try reader.int("defaultBudgetMs", min: 1) { defaultBudget = .milliseconds(value) }
+        if let value = try reader.int("drainTimeoutMs", min: 0) { drainTimeout = .milliseconds(value) }
+        if var log = try reader.object("log") {
+            if let value = try log.string("level") { logLevel = try Self.parseLevel(value, key: "log.level") }
+            if let value = try log.string("format") { logFormat = try Self.parseFormat(value, key: "log.format") }
+            try log.finish()
+        }
+        if var http = try reader.object("httpServer") {
+            if let value = try http.bool("enabled") { httpServer.enabled = value }
+            if let value = try http.string("host") { httpServer.host = value }
+            if let value = try http.int("port", min: 0, max: 65_535) { httpServer.port = UInt16(clamping: value) }  // 0…65535: exact
+            try http.finish()
+        }
+        if var section = try reader.object("health") {
+            if let value = try section.int("stuckResultsAfterMs", min: 1) { health.stuckResultsAfter = .milliseconds(value) }
+            try section.finish()
+        }
+        if var dev = try reader.object("dev") {
+            if let value = try dev.int("partitions", min: 1) { devPartitions = value }
+            try dev.finish()
+        }
+        if var workers = try reader.object("workers") {
+            for type in workers.keys {
+                guard var spec = try workers.object(type) else { continue }
+                self.workers[type] = try Self.parseWorker(&spec, environment: environment, secretVariables: &secretVariables)
+            }
+            try workers.finish()
+        }
+        if var spec = try reader.object("defaultWorker") {
+            defaultWorker = try Self.parseWorker(&spec, environment: environment, secretVariables: &secretVariables)
+        }
+        try reader.finish()
+    }
+}
