@@ -18,9 +18,12 @@ public enum WallClock {
         return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 
-    /// The wall-clock time, in UNIX milliseconds, of a monotonic instant.
+    /// The wall-clock time, in UNIX milliseconds, of a monotonic instant; saturates at `Int64.min`/`Int64.max`
+    /// for instants beyond them (a huge budget set from Swift never traps).
     public static func wallMs(at instant: ContinuousClock.Instant) -> Int64 {
-        nowMs() + ContinuousClock.now.duration(to: instant).wholeMilliseconds
+        let (sum, overflow) = nowMs().addingReportingOverflow(ContinuousClock.now.duration(to: instant).wholeMilliseconds)
+        guard overflow else { return sum }
+        return instant > .now ? .max : .min
     }
 
     /// Formats UNIX milliseconds as RFC 3339 UTC with milliseconds, e.g. `2026-11-30T10:16:48.123Z`.

@@ -17,7 +17,7 @@ public struct WorkerRegistry: Sendable {
     /// Registers `worker` for payloads whose `type` is `type`, replacing an earlier registration.
     /// - Parameters:
     ///   - name: the result's `worker` field (default: `type`).
-    ///   - budget: the worker's budget (default: ``defaultBudget``).
+    ///   - budget: the worker's budget (default: ``defaultBudget``), clamped to 1 ms … ``RegisteredWorker/maxBudget``.
     ///   - maxConcurrent: the most of its jobs running at once (default: no limit of its own).
     public mutating func register(type: String, worker: any Worker, name: String? = nil, budget: Duration? = nil, maxConcurrent: Int? = nil) {
         workers[type] = RegisteredWorker(name: name ?? type, worker: worker, budget: budget ?? defaultBudget, maxConcurrent: maxConcurrent)

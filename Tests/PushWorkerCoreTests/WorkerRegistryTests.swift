@@ -25,6 +25,24 @@ import Testing
         #expect(registry.largestBudget == .seconds(40))
     }
 
+    /// A Swift registration's budget is clamped to the file's range, so a huge one cannot overflow the job's
+    /// UNIX-ms deadline or the deadline timer (it trapped before), and a zero one still runs the worker.
+    @Test func budgetsOutsideTheFileRangeAreClampedAndRun() async {
+        var registry = WorkerRegistry()
+        registry.register(type: "huge", worker: NoopWorker(), budget: .seconds(Int64.max))
+        registry.register(type: "zero", worker: NoopWorker(), budget: .zero)
+        #expect(registry.route(type: "huge")?.budget == RegisteredWorker.maxBudget)
+        #expect(registry.route(type: "zero")?.budget == .milliseconds(1))
+        #expect(registry.largestBudget == .milliseconds(2_147_483_647))
+        guard let huge = registry.route(type: "huge") else { return }
+        let job = Job(messageId: "m", type: "huge", value: Array(#"{"aps":{"content-available":1}}"#.utf8),
+                      source: RecordSource(topic: "t", partition: 0, offset: 0))
+        let report = await BudgetedExecutor().run(job, on: huge)
+        #expect(report.outcome == .noData)
+        #expect(!report.timedOut)
+        #expect(WallClock.wallMs(at: .now.advanced(by: .seconds(Int64.max))) == .max)
+    }
+
     @Test func reRegisteringReplaces() {
         var registry = WorkerRegistry()
         registry.register(type: "a", worker: NoopWorker(), name: "first")
