@@ -123,7 +123,8 @@ struct SettingsDecoder: Decoder {
     func url() throws -> URL {
         let text = try string()
         if let url = URL(string: text), url.scheme != nil { return url }
-        if session.probing { return URL(fileURLWithPath: "/") }
+        // A placeholder most checks of a type's own accept (http(s) with a host).
+        if session.probing { return URL(string: "https://placeholder.invalid/") ?? URL(fileURLWithPath: "/") }
         throw WorkerSettingsError(.invalidValue, key: session.path(codingPath), "must be an absolute URL with a scheme (e.g. https://cdn.example.com/content), got '\(text)'")
     }
 

@@ -47,6 +47,24 @@ struct DefaultedSettings: Decodable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey { case timeout, tags }
 }
 
+/// Checks of its own in `init(from:)`, after decoding.
+struct CheckedSettings: Decodable, Sendable {
+    var endpoint: URL
+    var name: String
+    enum CodingKeys: String, CodingKey { case endpoint, name }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        endpoint = try container.decode(URL.self, forKey: .endpoint)
+        name = try container.decode(String.self, forKey: .name)
+        guard endpoint.scheme == "https" else {
+            throw DecodingError.dataCorrupted(.init(codingPath: container.codingPath + [CodingKeys.endpoint], debugDescription: "must be https"))
+        }
+        guard !name.isEmpty else {
+            throw DecodingError.dataCorrupted(.init(codingPath: container.codingPath + [CodingKeys.name], debugDescription: "must not be empty"))
+        }
+    }
+}
+
 enum Mode: String, Decodable, Sendable { case fast, careful }
 
 struct ModeSettings: Decodable, Sendable, Equatable {
@@ -227,5 +245,22 @@ struct ModeSettings: Decodable, Sendable, Equatable {
         } catch {
             #expect(error.code == .syntax)
         }
+    }
+
+    @Test func aTypesOwnChecksKeepTheirPathAndAMisspeltKeyIsStillNamed() throws {
+        let http = try Self.error(CheckedSettings.self, #"{ s: { endpoint: "http://x", name: "a" } }"#)
+        #expect(http.code == .invalidValue)
+        #expect(http.key == "workerSettings.s.endpoint")
+        #expect(http.message == "must be https")
+        // The probing pass passes the URL check (its placeholder is https with a host): the typo is named.
+        let misspelt = try Self.error(CheckedSettings.self, #"{ s: { endPoint: "https://x", name: "a" } }"#)
+        #expect(misspelt.code == .unknownKey)
+        #expect(misspelt.key == "workerSettings.s.endPoint")
+        #expect(misspelt.message == "is not a setting of CheckedSettings; known: endpoint, name")
+        // A check the placeholders fail (an empty name) makes the probing pass fail: the missing key is
+        // reported, never a key the type was not yet asked for.
+        let missing = try Self.error(CheckedSettings.self, #"{ s: { endpoint: "https://x", nmae: "a" } }"#)
+        #expect(missing.code == .missingKey)
+        #expect(missing.key == "workerSettings.s.name")
     }
 }
