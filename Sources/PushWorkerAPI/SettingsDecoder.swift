@@ -43,8 +43,15 @@ struct SettingsDecoder: Decoder {
         }
     }
 
+    /// The deepest value decoded: 100 levels below the section. Settings never nest so deep; the bound keeps
+    /// a recursive type from recursing without end while probing (where absent keys decode as empty objects).
+    static let maxDepth = 100
+
     /// Decodes `type` here: `URL` and `Duration` by the settings' rules, anything else by its `init(from:)`.
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        guard codingPath.count <= Self.maxDepth else {
+            throw WorkerSettingsError(.invalidValue, key: session.path(codingPath), "is nested more than \(Self.maxDepth) levels deep")
+        }
         session.decoding(type, at: codingPath)
         if type == URL.self, let url = try url() as? T { return url }
         if type == Duration.self, let duration = try duration() as? T { return duration }

@@ -53,12 +53,10 @@ struct SettingsKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try decode(type, key) }
     func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try decode(type, key) }
 
-    /// The one path of every `decode` overload: a present, non-null value.
+    /// The one path of every `decode` overload: a present key (`null` is refused by the type decoded,
+    /// unless it takes `null`, as an optional or `JSONValue` does).
     private func decode<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T {
         let decoder = try child(key)
-        if decoder.value == .null, !session.probing {
-            throw session.mismatch(.null, expected: "a value", at: decoder.codingPath)
-        }
         return try decoder.decode(type)
     }
 

@@ -74,9 +74,6 @@ struct SettingsUnkeyedContainer: UnkeyedDecodingContainer {
 
     private mutating func generic<T: Decodable>(_ type: T.Type) throws -> T {
         let decoder = try next()
-        if decoder.value == .null, !session.probing {
-            throw session.mismatch(.null, expected: "a value", at: decoder.codingPath)
-        }
         return try decoder.decode(type)
     }
 

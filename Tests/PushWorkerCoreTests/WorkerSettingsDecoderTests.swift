@@ -65,6 +65,22 @@ struct CheckedSettings: Decodable, Sendable {
     }
 }
 
+/// A type that can never be built from finite JSON: probing it must end, not recurse for ever.
+final class Chain: Decodable, Sendable {
+    let next: Chain
+}
+
+/// A recursive settings type.
+struct TreeSettings: Decodable, Sendable {
+    var children: [TreeSettings]
+}
+
+/// Free-form JSON in a setting, and a list that may hold nulls.
+struct FreeFormSettings: Decodable, Sendable {
+    var extra: JSONValue
+    var names: [String?]?
+}
+
 enum Mode: String, Decodable, Sendable { case fast, careful }
 
 struct ModeSettings: Decodable, Sendable, Equatable {
@@ -262,5 +278,29 @@ struct ModeSettings: Decodable, Sendable, Equatable {
         let missing = try Self.error(CheckedSettings.self, #"{ s: { endpoint: "https://x", nmae: "a" } }"#)
         #expect(missing.code == .missingKey)
         #expect(missing.key == "workerSettings.s.name")
+    }
+
+    @Test func deepValuesAndEndlessTypesEndWithAnError() throws {
+        let endless = try Self.error(Chain.self, #"{ s: { next: { nexx: 1 } } }"#)
+        #expect(endless.code == .missingKey)
+        #expect(endless.key == "workerSettings.s.next.next")
+
+        let free = try Self.settings(#"{ s: { extra: { a: [1, "two", null, { b: true }] }, names: ["a", null] } }"#).decode(FreeFormSettings.self, section: "s")
+        #expect(free.extra == .object(["a": .array([.int(1), .string("two"), .null, .object(["b": .bool(true)])])]))
+        #expect(free.names == ["a", nil])
+        let nullElement = try Self.error(RetrySettings.self, #"{ s: { attempts: 1, delays: [null] } }"#)
+        #expect(nullElement.key == "workerSettings.s.delays[0]")
+        #expect(nullElement.message == "is null; a duration in milliseconds (an integer) is required")
+        let deep = String(repeating: "[", count: 150) + String(repeating: "]", count: 150)
+        // Refused (JSONValue's own decoding tries each shape in turn, so the message is its last attempt's).
+        let tooDeep = try Self.error(FreeFormSettings.self, "{ s: { extra: \(deep) } }")
+        #expect(tooDeep.key.hasPrefix("workerSettings.s.extra"))
+        // A recursive type over deep data stops at 100 levels below the section.
+        let tree = String(repeating: "{ children: [", count: 60) + "{ children: [] }" + String(repeating: "] }", count: 60)
+        let tooDeepTree = try Self.error(TreeSettings.self, "{ s: \(tree) }")
+        #expect(tooDeepTree.code == .invalidValue)
+        #expect(tooDeepTree.message == "is nested more than 100 levels deep")
+        let shallow = String(repeating: "{ children: [", count: 10) + "{ children: [] }" + String(repeating: "] }", count: 10)
+        #expect(try Self.settings("{ s: \(shallow) }").decode(TreeSettings.self, section: "s").children.count == 1)
     }
 }
