@@ -37,10 +37,11 @@ let package = Package(
         ),
         // All C of librdkafka lives here (cJSON reads its statistics).
         .target(name: "PushWorkerKafka", dependencies: ["CRdKafka", "CCJSON"]),
-        // The worker author's API: Worker, TypedWorker, Job, WorkerOutcome, WorkerRegistry, TraceContext,
-        // JSONValue, the budgeted executor, the logger. The toolchain's modules only (no C, no
-        // FoundationNetworking), so a worker package builds without any -dev package (.ci/check-worker-api.py).
-        .target(name: "PushWorkerAPI"),
+        // The worker author's API: Worker, TypedWorker, ConfigurableWorker, Job, WorkerOutcome, WorkerRegistry,
+        // WorkerSettings, TraceContext, JSONValue, the budgeted executor, the logger; re-exports PushWorkerMetrics
+        // (workers' own metrics). The toolchain's modules only (no C, no FoundationNetworking), so a worker
+        // package builds without any -dev package (.ci/check-worker-api.py).
+        .target(name: "PushWorkerAPI", dependencies: ["PushWorkerMetrics"]),
         // Validation, dispatch, the built-in exec/http/noop workers: knows nothing of Kafka. Re-exports
         // PushWorkerAPI.
         .target(name: "PushWorkerCore", dependencies: ["PushWorkerAPI", "CCJSON"]),

@@ -24,7 +24,6 @@ let package = Package(
         .executableTarget(name: "content-pushworker", dependencies: [
             "ContentUpdateWorker",
             .product(name: "PushWorkerCLI", package: "pushworker"),
-            .product(name: "PushWorkerService", package: "pushworker"),
         ]),
         .testTarget(name: "ContentUpdateWorkerTests", dependencies: [
             "ContentUpdateWorker",

@@ -11,8 +11,9 @@ struct CheckConfigCommand {
     Usage: pushworker check-config [--config FILE] [--bootstrap-servers HOSTS]
 
     Validates the configuration as 'run' would load it (file, then environment, then flags; workers against
-    permittedTypes) and prints the effective configuration as JSON, with secrets masked, including the
-    workers a custom executable registers in Swift ("swiftWorkers"). Exit status 1 names the bad key.
+    permittedTypes; each workerSettings section read by the Swift worker it belongs to) and prints the
+    effective configuration as JSON, with secrets masked, including the workers a custom executable
+    registers in Swift ("swiftWorkers"). Exit status 1 names the bad key.
     """
 
     func execute(_ arguments: [String]) throws {

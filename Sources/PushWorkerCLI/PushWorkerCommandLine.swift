@@ -127,12 +127,18 @@ public struct PushWorkerCommandLine: Sendable {
         return (configuration, file ?? "built-in defaults")
     }
 
-    /// The configured workers plus the Swift ones, checked against the configuration's `permittedTypes`.
-    /// - Throws: ``ConfigurationError`` when a route is not permitted or a permitted type has no worker;
-    ///   whatever `registerWorkers` throws.
+    /// The configured workers plus the Swift ones, checked against the configuration's `permittedTypes`
+    /// and `workerSettings` (every section read by a worker).
+    /// - Throws: ``ConfigurationError`` when a route is not permitted, a permitted type has no worker, a
+    ///   worker's settings do not decode or a settings section is read by no worker; whatever
+    ///   `registerWorkers` throws.
     func makeRegistry(_ configuration: ServiceConfiguration) throws -> WorkerRegistry {
         var registry = configuration.makeRegistry()
-        try registerWorkers(&registry, configuration)
+        do {
+            try registerWorkers(&registry, configuration)
+        } catch let error as WorkerSettingsError {
+            throw ConfigurationError(error)
+        }
         try configuration.checkRoutes(registry)
         return registry
     }

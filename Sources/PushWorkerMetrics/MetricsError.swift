@@ -10,6 +10,9 @@ public struct MetricsError: Error, CustomStringConvertible, Sendable, Equatable 
         /// A metric name does not match `[a-zA-Z_:][a-zA-Z0-9_:]*`, or a label name does not match
         /// `[a-zA-Z_][a-zA-Z0-9_]*` or starts with `__` (Prometheus data model).
         public static let invalidName = Code("invalidName")
+        /// The name starts with the registry's reserved prefix (``MetricsRegistry/reservedPrefix``): in the
+        /// registry of workers' own metrics, `pushworker_` is the service's.
+        public static let reservedName = Code("reservedName")
         /// A metric of this name is already registered.
         public static let duplicateName = Code("duplicateName")
         /// Histogram buckets are empty, not finite or not strictly increasing.

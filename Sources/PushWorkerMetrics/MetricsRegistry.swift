@@ -19,12 +19,18 @@ public final class MetricsRegistry: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Names starting with it are refused (``MetricsError/Code/reservedName``), or `nil`.
+    public let reservedPrefix: String?
 
     /// The `Content-Type` of ``exposition()``: `text/plain; version=0.0.4; charset=utf-8`.
     public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     /// Creates an empty registry.
-    public init() {}
+    /// - Parameter reservedPrefix: metric names starting with it are refused, e.g. `pushworker_` in the
+    ///   registry of workers' own metrics (default: none).
+    public init(reservedPrefix: String? = nil) {
+        self.reservedPrefix = reservedPrefix
+    }
 
     /// Registers a counter.
     /// - Parameters:
@@ -32,15 +38,16 @@ public final class MetricsRegistry: Sendable {
     ///   - help: one line of help text.
     ///   - labels: the label names (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`), default none.
     ///   - cap: bounds the distinct values of one label (see ``LabelCap``), default none.
-    /// - Throws: ``MetricsError`` for an invalid or duplicate name, or a cap naming an unknown label.
+    /// - Throws: ``MetricsError`` for an invalid, reserved (``reservedPrefix``) or duplicate name, or a cap
+    ///   naming an unknown label.
     public func counter(_ name: String, help: String, labels: [String] = [], cap: LabelCap? = nil) throws(MetricsError) -> MetricCounter {
-        let resolved = try Self.check(name: name, labels: labels, cap: cap)
+        let resolved = try check(name: name, labels: labels, cap: cap)
         return try add(MetricCounter(name: name, help: help, labelNames: labels, cap: resolved))
     }
 
     /// Registers a gauge. Parameters and errors as for ``counter(_:help:labels:cap:)``.
     public func gauge(_ name: String, help: String, labels: [String] = [], cap: LabelCap? = nil) throws(MetricsError) -> MetricGauge {
-        let resolved = try Self.check(name: name, labels: labels, cap: cap)
+        let resolved = try check(name: name, labels: labels, cap: cap)
         return try add(MetricGauge(name: name, help: help, labelNames: labels, cap: resolved))
     }
 
@@ -49,7 +56,7 @@ public final class MetricsRegistry: Sendable {
     ///   ``MetricHistogram/durationBuckets`` (seconds). The label `le` is reserved.
     /// - Throws: ``MetricsError/Code/invalidBuckets`` for empty, non-finite or unordered buckets.
     public func histogram(_ name: String, help: String, labels: [String] = [], buckets: [Double] = MetricHistogram.durationBuckets, cap: LabelCap? = nil) throws(MetricsError) -> MetricHistogram {
-        let resolved = try Self.check(name: name, labels: labels, cap: cap)
+        let resolved = try check(name: name, labels: labels, cap: cap)
         if labels.contains("le") { throw MetricsError(.invalidLabels, metric: name, "a histogram cannot have a label named 'le'") }
         guard !buckets.isEmpty, buckets.allSatisfy(\.isFinite), zip(buckets, buckets.dropFirst()).allSatisfy({ $0 < $1 }) else {
             throw MetricsError(.invalidBuckets, metric: name, "buckets must be finite and strictly increasing, got \(buckets)")
@@ -85,9 +92,12 @@ public final class MetricsRegistry: Sendable {
         return metric
     }
 
-    private static func check(name: String, labels: [String], cap: LabelCap?) throws(MetricsError) -> ResolvedCap? {
+    private func check(name: String, labels: [String], cap: LabelCap?) throws(MetricsError) -> ResolvedCap? {
         guard PrometheusText.isValidMetricName(name) else {
             throw MetricsError(.invalidName, metric: name, "is not a valid metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)")
+        }
+        if let reservedPrefix, name.hasPrefix(reservedPrefix) {
+            throw MetricsError(.reservedName, metric: name, "names starting '\(reservedPrefix)' are reserved for the service's own metrics; choose a prefix of your own (e.g. your worker's name)")
         }
         for label in labels where !PrometheusText.isValidLabelName(label) {
             throw MetricsError(.invalidName, metric: name, "label '\(label)' is not a valid label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __)")

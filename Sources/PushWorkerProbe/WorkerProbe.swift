@@ -8,7 +8,32 @@ import PushWorkerAPI
 ///                                    budget: .milliseconds(500))
 /// #expect(report.outcome == .newData)
 /// ```
+/// A ``ConfigurableWorker`` is built from the JSON5 text of its settings section, decoded as the service
+/// decodes the config file's `workerSettings`, with ``makeWorker(_:settings:section:)``.
 public enum WorkerProbe {
+    /// Builds a ``ConfigurableWorker`` from the JSON5 text of its settings section, decoded strictly as the
+    /// service decodes `workerSettings.<section>` of the config file:
+    /// ```swift
+    /// let worker = try WorkerProbe.makeWorker(CachePurgeWorker.self, settings: #"{ cacheURL: "http://127.0.0.1:8080" }"#)
+    /// ```
+    /// - Parameters:
+    ///   - settings: the section's JSON5 text, an object (default `{}`).
+    ///   - section: the section's name in error messages (default `probe`: `workerSettings.probe.<key>`).
+    /// - Throws: ``WorkerSettingsError`` (`syntax` for text that is not a JSON5 object; otherwise as the
+    ///   service would refuse the section); whatever the worker's `init(settings:)` throws.
+    public static func makeWorker<W: ConfigurableWorker>(_ workerType: W.Type, settings: String = "{}", section: String = "probe") throws -> W {
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        let value: JSONValue
+        do {
+            value = try decoder.decode(JSONValue.self, from: Data(settings.utf8))
+        } catch {
+            throw WorkerSettingsError(.syntax, key: WorkerSettings.path(section), "is not valid JSON5: \(error)")
+        }
+        let decoded = try WorkerSettings([section: value]).decode(W.Settings.self, section: section)
+        return try W(settings: decoded)
+    }
+
     /// Builds a job as the service would for a record of `payload` and runs `worker` on it under `budget`
     /// (with cancellation and the `timeout` outcome at the deadline, as in the service).
     /// - Parameters:

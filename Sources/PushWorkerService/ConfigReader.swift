@@ -86,6 +86,9 @@ struct ConfigReader {
         return configuration
     }
 
+    /// The value of `name` as it is (`nil` when missing or `null`), for sections read by code of their own.
+    mutating func json(_ name: String) -> JSONValue? { value(name) }
+
     mutating func object(_ name: String) throws -> ConfigReader? {
         guard let value = value(name) else { return nil }
         return try ConfigReader(value, path: key(name))

@@ -123,11 +123,12 @@ public final class PushWorkerService: Sendable {
     private func startHTTPServer(metrics: ServiceMetrics, health: HealthRelay) throws -> EndpointServer {
         let settings = configuration.httpServer
         let httpLogger = PushWorkerLogger(label: "pushworker.http")
+        let workerMetrics = registry.metrics
         let server: EndpointServer
         do {
             server = try EndpointServer(host: settings.host, port: settings.port, routes: [
                 "/metrics": { _ in
-                    EndpointResponse(status: 200, contentType: MetricsRegistry.contentType, body: Array(metrics.registry.exposition().utf8))
+                    EndpointResponse(status: 200, contentType: MetricsRegistry.contentType, body: Array(metrics.exposition(including: workerMetrics).utf8))
                 },
                 "/healthz": { _ in health.current?.liveness() ?? EndpointResponse(status: 200, text: "ok\n") },
                 "/readyz": { _ in

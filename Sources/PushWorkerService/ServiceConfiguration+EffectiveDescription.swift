@@ -85,6 +85,7 @@ extension ServiceConfiguration {
                 "enabled": .bool(httpServer.enabled), "host": .string(httpServer.host), "port": .int(Int64(httpServer.port)),
             ]),
             "health": .object(["stuckResultsAfterMs": .int(health.stuckResultsAfter.wholeMilliseconds)]),
+            "workerSettings": effectiveWorkerSettings,
         ])
         return root.jsonText(pretty: true)
     }

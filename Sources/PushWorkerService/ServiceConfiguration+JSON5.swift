@@ -92,6 +92,7 @@ extension ServiceConfiguration {
         if var spec = try reader.object("defaultWorker") {
             defaultWorker = try Self.parseWorker(&spec, environment: environment, secretVariables: &secretVariables)
         }
+        if let value = reader.json(WorkerSettings.configKey) { workerSettings = try Self.parseWorkerSettings(value) }
         try reader.finish()
     }
 }

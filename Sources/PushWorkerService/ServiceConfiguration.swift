@@ -65,14 +65,18 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// Thresholds of the health checks (`health`): `/readyz` fails once a result has waited 60 s for the
     /// broker's acknowledgement, by default.
     public var health = HealthConfiguration()
+    /// Settings of Swift workers (`workerSettings`): one object per section, read by the workers a custom
+    /// executable registers (``WorkerRegistry/settings(_:section:)``); a section no worker reads is refused
+    /// by ``checkRoutes(_:)``. Default: none.
+    public var workerSettings = WorkerSettings()
 
     /// The built-in defaults (contract section 5).
     public init() {}
 
-    /// The registry of the configured workers. Result `worker` names are `<kind>:<type>`, and
-    /// `<kind>:default` for the default worker.
+    /// The registry of the configured workers, carrying ``workerSettings`` for Swift workers. Result
+    /// `worker` names are `<kind>:<type>`, and `<kind>:default` for the default worker.
     public func makeRegistry() -> WorkerRegistry {
-        var registry = WorkerRegistry(defaultBudget: defaultBudget.asBudgetSetting)
+        var registry = WorkerRegistry(defaultBudget: defaultBudget.asBudgetSetting, workerSettings: workerSettings)
         for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
             registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: type), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent)
         }
@@ -131,9 +135,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     }
 
     /// Checks the workers registered for this deployment (configured and Swift ones) against
-    /// ``permittedTypes``, so that a wrong route is refused at startup, never found on the first record.
-    /// - Throws: ``ConfigurationError`` naming the type.
+    /// ``permittedTypes``, so that a wrong route is refused at startup, never found on the first record; and
+    /// that every ``workerSettings`` section was read by a registered worker (``checkWorkerSettings(_:)``).
+    /// - Throws: ``ConfigurationError`` naming the type or the section.
     public func checkRoutes(_ registry: WorkerRegistry) throws {
+        try checkWorkerSettings(registry)
         guard let permittedTypes else { return }
         let permitted = Set(permittedTypes)
         if let stray = registry.types.first(where: { !permitted.contains($0) }) {

@@ -3,19 +3,6 @@ import PushWorkerKafka
 import PushWorkerMetrics
 import Synchronization
 
-/// The labels of one result in `pushworker_results_total`, before the `type` label is bounded.
-struct ResultKey: Hashable, Sendable {
-    var type: String?
-    var result: BackgroundFetchResult
-    var reason: ResultReason?
-
-    init(_ result: ResultRecord) {
-        type = result.type
-        self.result = result.result
-        reason = result.reason
-    }
-}
-
 /// The service's Prometheus metrics (names are fixed: operators' alerts use them; README "Metrics and
 /// health" lists them). One instance per ``PushWorkerService/run()``.
 ///
@@ -65,24 +52,6 @@ final class ServiceMetrics: Sendable {
     private let durationByType: [String: Series]
     private let resultSeries = Mutex<[ResultKey: Series]>([:])
     private let kafka = Mutex(KafkaState())
-
-    /// What the latest statistics said, per client, and the assignment.
-    struct KafkaState {
-        var assigned: Set<TopicPartition> = []
-        var consumer = ClientState()
-        var producer = ClientState()
-    }
-
-    struct ClientState {
-        var latest: KafkaStatistics?
-        /// When ``latest`` arrived (``WallClock/monotonicNs()``), 0 before the first.
-        var receivedAtNs: Int64 = 0
-        /// `req_timeouts` last seen per broker name (the counter moves by the increase).
-        var requestTimeouts: [String: Int] = [:]
-    }
-
-    /// The statistics clients: the label `client` of the `pushworker_kafka_*` metrics.
-    enum Client: String, Sendable { case consumer, producer }
 
     /// Registers every metric.
     /// - Parameters:
@@ -174,6 +143,12 @@ final class ServiceMetrics: Sendable {
             }
             self.assignedPartitions.set(Double(assigned))
         }
+    }
+
+    /// The text exposition of `/metrics`: the service's metrics, then the workers' own (``WorkerRegistry/metrics``,
+    /// whose names cannot start `pushworker_`, so the two never clash).
+    func exposition(including workerMetrics: MetricsRegistry) -> String {
+        PrometheusText.render(registry.snapshot() + workerMetrics.snapshot())
     }
 
     /// The `type` label of a payload type: itself when a worker is registered for it by name, `""` when

@@ -93,15 +93,16 @@ struct ConfigurationDurationTests {
         configuration.drainTimeout = .seconds(Int64.max)
         #expect(configuration.effectiveDrainTimeout(for: registry) == .milliseconds(Int32.max))
 
-        // A Swift worker of any budget: the drain counts it up to the maximum, and check-config prints it
-        // (saturated at Int64's milliseconds) instead of trapping; so does a huge health threshold.
+        // A Swift worker of any budget: the registry clamps it to the file's maximum (RegisteredWorker.maxBudget),
+        // the drain counts it, and check-config prints the clamped value; a huge health threshold is printed
+        // saturated at Int64's milliseconds instead of trapping.
         var swift = ServiceConfiguration()
         var big = swift.makeRegistry()
         big.register(type: "forever", worker: ClosureWorker { _ in .newData }, budget: .seconds(1e20))
         #expect(swift.effectiveDrainTimeout(for: big) == .milliseconds(Int32.max) + .seconds(10))
         swift.health.stuckResultsAfter = .seconds(Int64.max)
         let printed = swift.effectiveDescription(registry: big)
-        #expect(printed.contains(#""budgetMs" : 9223372036854775807"#), "\(printed)")
+        #expect(printed.contains(#""budgetMs" : 2147483647"#), "\(printed)")
         #expect(printed.contains(#""stuckResultsAfterMs" : 9223372036854775807"#))
     }
 

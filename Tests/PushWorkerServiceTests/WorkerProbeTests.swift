@@ -2,6 +2,20 @@ import PushWorkerCore
 import PushWorkerTesting
 import Testing
 
+/// A worker whose outcome comes from its settings.
+struct SettledWorker: ConfigurableWorker {
+    struct Settings: Decodable, Sendable {
+        var outcome: BackgroundFetchResult
+        var delay: Duration?
+    }
+    let settings: Settings
+    init(settings: Settings) { self.settings = settings }
+    func perform(_ job: Job) async throws -> WorkerOutcome {
+        if let delay = settings.delay { try await Task.sleep(for: delay) }
+        return WorkerOutcome(settings.outcome)
+    }
+}
+
 /// The testing kit's direct call: a worker, a hand-built job, a short budget.
 @Suite(.timeLimit(.minutes(1)))
 struct WorkerProbeTests {
@@ -21,5 +35,22 @@ struct WorkerProbeTests {
                                            payload: #"{"aps":{"content-available":1}}"#, budget: .milliseconds(100))
         #expect(report.outcome.reason == .timeout)
         #expect(report.timedOut)
+    }
+
+    @Test func aConfigurableWorkerIsBuiltFromJSON5SettingsAsTheServiceWould() async throws {
+        let worker = try WorkerProbe.makeWorker(SettledWorker.self, settings: #"{ outcome: "newData", delay: 10, }"#)
+        #expect(worker.settings.delay == .milliseconds(10))
+        let report = await WorkerProbe.run(worker, payload: #"{"aps":{"content-available":1}}"#)
+        #expect(report.outcome == .newData)
+
+        do {
+            _ = try WorkerProbe.makeWorker(SettledWorker.self, settings: #"{ outcome: "newData", delayMs: 10 }"#, section: "settled")
+            Issue.record("a misspelt key was taken")
+        } catch let error as WorkerSettingsError {
+            #expect(error.description == "config key 'workerSettings.settled.delayMs': is not a setting of SettledWorker.Settings; known: delay, outcome")
+        }
+        #expect(throws: WorkerSettingsError.self) { try WorkerProbe.makeWorker(SettledWorker.self, settings: "[]") }
+        #expect(throws: WorkerSettingsError.self) { try WorkerProbe.makeWorker(SettledWorker.self, settings: "{ outcome: ") }
+        #expect(throws: WorkerSettingsError.self) { try WorkerProbe.makeWorker(SettledWorker.self) }
     }
 }

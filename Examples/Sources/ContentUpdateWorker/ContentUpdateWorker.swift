@@ -7,6 +7,9 @@ import PushWorkerCore
 /// Refreshes one content item per `content-update` push, as an app woken by a silent push would: reads
 /// `contentId`, fetches `<baseURL>/<contentId>` over HTTP, and reports whether there was anything new.
 ///
+/// Built from the config file's `workerSettings."content-update"` section (``Settings``, a
+/// `ConfigurableWorker`), or directly with ``init(baseURL:requestTimeout:versions:session:responses:onNewContent:)``.
+///
 /// Outcomes:
 /// - no `contentId` in the payload → `noData` / `noContentId` (nothing is fetched);
 /// - `304 Not Modified` to the conditional request (`If-None-Match` / `If-Modified-Since` from the
@@ -32,6 +35,8 @@ public struct ContentUpdateWorker: TypedWorker {
     /// Given each new content item (its id and body) before the outcome is `newData`, e.g. to write it
     /// to a cache; an error it throws makes the result `failed` / `workerError`. Default: nothing.
     public let onNewContent: @Sendable (_ contentId: String, _ body: Data) async throws -> Void
+    /// Counts the content server's answers by status (``makeResponsesCounter(in:)``), or `nil`.
+    public let responses: MetricCounter?
     private let session: URLSession
 
     /// Creates the worker.
@@ -41,17 +46,20 @@ public struct ContentUpdateWorker: TypedWorker {
     ///   - versions: the store of fetched versions (default: a new one).
     ///   - session: the URL session (default: an ephemeral session of its own, reused across jobs so
     ///     connections are kept alive).
+    ///   - responses: counts the content server's answers by status (default: not counted).
     ///   - onNewContent: given each new content item before the outcome is `newData`.
     public init(
         baseURL: URL,
         requestTimeout: Duration = .seconds(10),
         versions: ContentVersions = ContentVersions(),
         session: URLSession? = nil,
+        responses: MetricCounter? = nil,
         onNewContent: @escaping @Sendable (_ contentId: String, _ body: Data) async throws -> Void = { _, _ in }
     ) {
         self.baseURL = baseURL
         self.requestTimeout = requestTimeout
         self.versions = versions
+        self.responses = responses
         self.onNewContent = onNewContent
         if let session {
             self.session = session
@@ -92,10 +100,19 @@ public struct ContentUpdateWorker: TypedWorker {
         try Task.checkCancellation()
         // min(own timeout, time left): precise to the ms (URLSession's own timeoutInterval is whole seconds
         // on Linux). Running out of the budget here is reported as `timeout` by the service.
-        let (body, response) = try await session.data(for: request, timeout: min(requestTimeout, job.remaining))
+        let body: Data
+        let response: URLResponse
+        do {
+            (body, response) = try await session.data(for: request, timeout: min(requestTimeout, job.remaining))
+        } catch {
+            responses?.increment(labels: ["error"])
+            throw error
+        }
         guard let http = response as? HTTPURLResponse else {
+            responses?.increment(labels: ["error"])
             throw ContentFetchError(.notHTTP, url: url.absoluteString)
         }
+        responses?.increment(labels: [[200, 304, 404].contains(http.statusCode) ? String(http.statusCode) : "other"])
         switch http.statusCode {
         case 304:
             return WorkerOutcome(.noData, reason: "unchanged")

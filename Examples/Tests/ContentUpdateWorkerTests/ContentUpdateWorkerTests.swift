@@ -108,4 +108,57 @@ struct ContentUpdateWorkerTests {
         #expect(server.http.requests.count == 1)
         #expect(server.http.requests.first?.headers["traceparent"] == traceparent)
     }
+
+    @Test func theWorkerIsBuiltFromItsSettingsSectionAndWritesNewContentToItsDirectory() async throws {
+        let server = try ContentServer(["a-1": "hello"])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("content-settings-\(UUID().uuidString.prefix(8))")
+        let worker = try WorkerProbe.makeWorker(ContentUpdateWorker.self, settings: """
+            { baseURL: "\(server.baseURL.absoluteString)", directory: "\(directory.path)", requestTimeout: 2500 }
+            """, section: "content-update")
+        #expect(worker.baseURL == server.baseURL)
+        #expect(worker.requestTimeout == .milliseconds(2500))
+        #expect(await WorkerProbe.run(worker, payload: Self.payload("a-1")).outcome == .newData)
+        #expect(try String(contentsOf: directory.appendingPathComponent("a-1"), encoding: .utf8) == "hello")
+        // Only baseURL is required; the request timeout is 10 s by default.
+        let plain = try WorkerProbe.makeWorker(ContentUpdateWorker.self, settings: #"{ baseURL: "https://cdn.example.com/content" }"#)
+        #expect(plain.requestTimeout == .seconds(10))
+    }
+
+    @Test func badSettingsAreRefusedWithTheKeysPath() throws {
+        let cases = [
+            (#"{ baseUrl: "https://cdn.example.com" }"#, "workerSettings.content-update.baseUrl", "is not a setting of ContentUpdateWorker.Settings; known: baseURL, directory, requestTimeout"),
+            (#"{ directory: "/tmp/x" }"#, "workerSettings.content-update.baseURL", "is missing; ContentUpdateWorker.Settings requires it"),
+            (#"{ baseURL: "file:///etc" }"#, "workerSettings.content-update.baseURL", "must be an http or https URL with a host, got 'file:///etc'"),
+            (#"{ baseURL: "https://cdn.example.com", requestTimeout: -1 }"#, "workerSettings.content-update.requestTimeout", "must be a duration in milliseconds of at least 0, got -1"),
+        ]
+        for (settings, key, message) in cases {
+            do {
+                _ = try WorkerProbe.makeWorker(ContentUpdateWorker.self, settings: settings, section: "content-update")
+                Issue.record("\(settings) was taken")
+            } catch let error as WorkerSettingsError {
+                #expect(error.key == key)
+                #expect(error.message == message)
+            }
+        }
+    }
+
+    @Test func theResponsesCounterCountsTheServersAnswersByStatus() async throws {
+        let server = try ContentServer(["a-1": "x"])
+        let metrics = MetricsRegistry()
+        let responses = try ContentUpdateWorker.makeResponsesCounter(in: metrics)
+        let worker = ContentUpdateWorker(settings: .init(baseURL: server.baseURL), responses: responses)
+        for id in ["a-1", "a-1", "gone", "unavailable"] { _ = await WorkerProbe.run(worker, payload: Self.payload(id)) }
+        #expect(responses.value(labels: ["200"]) == 1)
+        #expect(responses.value(labels: ["304"]) == 1)
+        #expect(responses.value(labels: ["404"]) == 1)
+        #expect(responses.value(labels: ["other"]) == 1)
+        // No HTTP answer: a server that has stopped (a new worker: the first keeps its connection alive).
+        let stopped = try ContentServer([:])
+        stopped.http.stop()
+        let refused = await WorkerProbe.run(ContentUpdateWorker(settings: .init(baseURL: stopped.baseURL), responses: responses),
+                                            payload: Self.payload("a-2"))
+        #expect(refused.outcome.reason == .workerError)
+        #expect(responses.value(labels: ["error"]) == 1, "\(refused.outcome) \(metrics.exposition())")
+        #expect(throws: MetricsError.self) { try ContentUpdateWorker.makeResponsesCounter(in: metrics) }
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PushWorkerCore
 import PushWorkerTesting
 import Testing
 
@@ -8,7 +9,8 @@ import Testing
 struct CustomExecutableTests {
     static let executable = RunningCommand.builtExecutable("content-pushworker")
 
-    static func config(suffix: String) throws -> String {
+    /// A config file for the executable; `settings` is the `workerSettings` object's JSON5 text, if any.
+    static func config(suffix: String, settings: String? = nil) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("content-pushworker-\(suffix).json5").path
         let text = """
         {
@@ -20,6 +22,7 @@ struct CustomExecutableTests {
           workers: { "ping": { kind: "noop", result: "newData" } },
           dev: { partitions: 2 },
           httpServer: { port: 0 },  // metrics on any free port: tests may run beside a pushworker on 9400
+          \(settings.map { "workerSettings: \($0)," } ?? "")
         }
         """
         try text.write(toFile: path, atomically: true, encoding: .utf8)
@@ -29,10 +32,9 @@ struct CustomExecutableTests {
     @Test func devProduceAndResultsRunTheSwiftWorker() async throws {
         let server = try ContentServer(["article-1": "fresh content"])
         let suffix = UUID().uuidString.prefix(8).lowercased()
-        let config = try Self.config(suffix: String(suffix))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("content-\(suffix)")
-        let dev = try RunningCommand(Self.executable, ["dev", "--config", config],
-                                     environment: ["CONTENT_BASE_URL": server.baseURL.absoluteString, "CONTENT_DIRECTORY": directory.path])
+        let config = try Self.config(suffix: String(suffix), settings: #"{ "content-update": { baseURL: "\#(server.baseURL.absoluteString)", directory: "\#(directory.path)" } }"#)
+        let dev = try RunningCommand(Self.executable, ["dev", "--config", config])
         let first = try await dev.waitForLines(1).first ?? ""
         #expect(first.hasPrefix("bootstrap.servers="))
         let servers = String(first.dropFirst("bootstrap.servers=".count))
@@ -66,21 +68,40 @@ struct CustomExecutableTests {
     }
 
     @Test func checkConfigRefusesAMissingBaseURLAndAnUndeclaredType() async throws {
-        let config = try Self.config(suffix: "check")
-        let missing = try await RunningCommand.run(Self.executable, ["check-config", "--config", config],
-                                                   environment: ["CONTENT_BASE_URL": ""])
+        // Without the worker's settings section: its required baseURL is missing, named by its path.
+        let missing = try await RunningCommand.run(Self.executable, ["check-config", "--config", try Self.config(suffix: "check")])
         #expect(missing.status == 1)
-        #expect(missing.stderr.contains("CONTENT_BASE_URL"))
+        #expect(missing.stderr.contains("invalid configuration: config key 'workerSettings.content-update.baseURL': is missing"), "\(missing.stderr)")
 
-        let ok = try await RunningCommand.run(Self.executable, ["check-config", "--config", config],
-                                              environment: ["CONTENT_BASE_URL": "https://cdn.example.com/content"])
+        // A misspelt key, a URL that is not http(s), a section no worker reads: each named by its path.
+        let refusals = [
+            (#"{ "content-update": { baseUrl: "https://cdn.example.com/content" } }"#,
+             "config key 'workerSettings.content-update.baseUrl': is not a setting of ContentUpdateWorker.Settings; known: baseURL, directory, requestTimeout"),
+            (#"{ "content-update": { baseURL: "ftp://cdn.example.com/content" } }"#,
+             "config key 'workerSettings.content-update.baseURL': must be an http or https URL with a host, got 'ftp://cdn.example.com/content'"),
+            (#"{ "content-update": { baseURL: "https://cdn.example.com/content", requestTimeout: "5s" } }"#,
+             "config key 'workerSettings.content-update.requestTimeout': must be a duration in milliseconds (an integer), got a string"),
+            (#"{ "content-update": { baseURL: "https://cdn.example.com/content" }, "content-updates": {} }"#,
+             "config key 'workerSettings.content-updates': no registered worker reads this settings section"),
+        ]
+        for (index, (settings, message)) in refusals.enumerated() {
+            let refused = try await RunningCommand.run(Self.executable, ["check-config", "--config", try Self.config(suffix: "refused-\(index)", settings: settings)])
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains(message), "\(refused.stderr)")
+        }
+
+        let ok = try await RunningCommand.run(Self.executable, ["check-config", "--config", try Self.config(
+            suffix: "check-ok", settings: #"{ "content-update": { baseURL: "https://cdn.example.com/content", requestTimeout: 5000 } }"#)])
         #expect(ok.status == 0, "\(ok.stderr)")
+        // The effective configuration shows the section.
+        let effective = try JSONDecoder().decode(JSONValue.self, from: Data(ok.stdout.joined(separator: "\n").utf8))
+        #expect(effective["workerSettings"]?["content-update"]?["baseURL"] == .string("https://cdn.example.com/content"))
 
         // content-update is registered in Swift: leaving it out of permittedTypes is refused at startup.
         let narrow = FileManager.default.temporaryDirectory.appendingPathComponent("content-pushworker-narrow.json5").path
-        try #"{ permittedTypes: ["ping"], workers: { "ping": { kind: "noop" } } }"#.write(toFile: narrow, atomically: true, encoding: .utf8)
-        let refused = try await RunningCommand.run(Self.executable, ["check-config", "--config", narrow],
-                                                   environment: ["CONTENT_BASE_URL": "https://cdn.example.com/content"])
+        try #"{ permittedTypes: ["ping"], workers: { "ping": { kind: "noop" } }, workerSettings: { "content-update": { baseURL: "https://cdn.example.com/content" } } }"#
+            .write(toFile: narrow, atomically: true, encoding: .utf8)
+        let refused = try await RunningCommand.run(Self.executable, ["check-config", "--config", narrow])
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("content-update"), "\(refused.stderr)")
     }

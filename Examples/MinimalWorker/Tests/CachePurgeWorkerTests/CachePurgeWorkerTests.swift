@@ -34,4 +34,22 @@ import Testing
         #expect(tooMany.outcome.reason == "tooManyKeys")
         #expect(store.keys == ["a"])
     }
+
+    @Test func builtFromItsSettingsSectionAsTheServiceWould() async throws {
+        let worker = try WorkerProbe.makeWorker(CachePurgeWorker.self, settings: "{ maxKeys: 2 }", section: "cache-purge")
+        #expect(worker.maxKeysPerPush == 2)
+        let tooMany = await WorkerProbe.run(worker, payload: Self.push(#"["a","b","c"]"#), budget: .seconds(5))
+        #expect(tooMany.outcome.reason == "tooManyKeys")
+        #expect(try WorkerProbe.makeWorker(CachePurgeWorker.self).maxKeysPerPush == CachePurgeWorker.maxKeys)
+
+        // A misspelt key is refused with its path, as `run` would refuse the config file.
+        do {
+            _ = try WorkerProbe.makeWorker(CachePurgeWorker.self, settings: "{ maxkeys: 2 }", section: "cache-purge")
+            Issue.record("a misspelt key was taken")
+        } catch let error as WorkerSettingsError {
+            #expect(error.key == "workerSettings.cache-purge.maxkeys")
+            #expect(error.message == "is not a setting of CachePurgeWorker.Settings; known: maxKeys")
+        }
+        #expect(throws: CachePurgeWorker.SettingsError.self) { try WorkerProbe.makeWorker(CachePurgeWorker.self, settings: "{ maxKeys: 0 }") }
+    }
 }
