@@ -271,21 +271,3 @@ public final class PushWorkerService: Sendable {
         if let failure { throw failure }
     }
 }
-
-/// Lets the HTTP server, started before the pipeline, reach the pipeline's health checks.
-final class HealthRelay: Sendable {
-    private let health = Mutex<ServiceHealth?>(nil)
-    /// The checks, or `nil` while the pipeline is being built.
-    var current: ServiceHealth? {
-        get { health.withLock { $0 } }
-        set { health.withLock { $0 = newValue } }
-    }
-}
-
-/// Lets the consumer's rebalance callback reach the loop created after the consumer.
-///
-/// `@unchecked Sendable`: `handler` is set before `subscribe` (so before any rebalance can happen) and
-/// cleared after the consumer is closed (after the last rebalance).
-final class RebalanceRelay: @unchecked Sendable {
-    var handler: (@Sendable (KafkaRebalanceEvent) -> Void)?
-}
