@@ -224,8 +224,10 @@ public final class JobDispatcher: Sendable {
     /// short every running job: its worker's task is cancelled and its result is never reported (a
     /// `failed`/`timeout` would be false: the job did not run out of its budget, it was stopped). A job whose
     /// outcome was already decided (its worker had returned, or its deadline had passed) still has its result
-    /// reported through `onResult`, possibly after this returns. From then on no job starts: records
-    /// submitted later wait until taken back.
+    /// reported through `onResult`, possibly after this returns. From then on no worker starts: jobs
+    /// submitted later wait until taken back (records that need no worker run, rejected ones and those of
+    /// an immediate worker such as noop, still get their results at once). Safe from any thread: a job
+    /// given its slot concurrently is cut short before its worker starts.
     ///
     /// A worker that ignores the cancellation goes on unobserved; its slot is freed now.
     /// - Returns: the sources of the jobs taken back or cut short (none of them gets a result), in no
