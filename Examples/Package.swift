@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "content-pushworker", targets: ["content-pushworker"]),
+        .executable(name: "pushworker-with-scheduler", targets: ["pushworker-with-scheduler"]),
         .library(name: "ContentUpdateWorker", targets: ["ContentUpdateWorker"]),
     ],
     dependencies: [
@@ -23,6 +24,11 @@ let package = Package(
         // A custom `pushworker`: the whole command line plus the content-update worker.
         .executableTarget(name: "content-pushworker", dependencies: [
             "ContentUpdateWorker",
+            .product(name: "PushWorkerCLI", package: "pushworker"),
+            .product(name: "PushWorkerService", package: "pushworker"),
+        ]),
+        // The service beside a service of the application's own, under one signal handler.
+        .executableTarget(name: "pushworker-with-scheduler", dependencies: [
             .product(name: "PushWorkerCLI", package: "pushworker"),
             .product(name: "PushWorkerService", package: "pushworker"),
         ]),
