@@ -263,7 +263,7 @@ final class ResultPublisher: Sendable {
         return left
     }
 
-    /// Sleeps about `milliseconds` on no thread, cancelled task or not.
+    /// Sleeps about `milliseconds` without holding a thread, in a cancelled task too.
     private static func pause(milliseconds: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { continuation.resume() }
