@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "content-pushworker", targets: ["content-pushworker"]),
+        .executable(name: "pushworker-with-scheduler", targets: ["pushworker-with-scheduler"]),
         .library(name: "ContentUpdateWorker", targets: ["ContentUpdateWorker"]),
     ],
     dependencies: [
@@ -24,6 +25,11 @@ let package = Package(
         .executableTarget(name: "content-pushworker", dependencies: [
             "ContentUpdateWorker",
             .product(name: "PushWorkerCLI", package: "pushworker"),
+        ]),
+        // The service beside a service of the application's own, under one signal handler.
+        .executableTarget(name: "pushworker-with-scheduler", dependencies: [
+            .product(name: "PushWorkerCLI", package: "pushworker"),
+            .product(name: "PushWorkerService", package: "pushworker"),
         ]),
         .testTarget(name: "ContentUpdateWorkerTests", dependencies: [
             "ContentUpdateWorker",

@@ -51,12 +51,18 @@ public final class BudgetedExecutor: Sendable {
     /// Starts `job` on `registered.worker` now, under `registered.budget`, and calls `completion` exactly
     /// once: with the worker's outcome, or at the deadline with `failed`/`timeout`.
     public func run(_ job: Job, on registered: RegisteredWorker, completion: @escaping @Sendable (ExecutionReport) -> Void) {
+        start(job, on: registered, run: WorkerRun(), completion: completion)
+    }
+
+    /// Starts `job` like ``run(_:on:completion:)``, as `run`, which ``abort(_:)`` can cut short. Does nothing
+    /// if `run` was aborted already (its completion is never called).
+    package func start(_ job: Job, on registered: RegisteredWorker, run: WorkerRun, completion: @escaping @Sendable (ExecutionReport) -> Void) {
+        guard !run.isClaimed else { return }
         var started = job
         let start = ContinuousClock.now
         let startedAtMs = WallClock.nowMs()
         started.start(budget: registered.budget, at: start, worker: registered.name)
         let job = started
-        let run = WorkerRun()
         let deadline = job.deadline
         let reporting = self.reporting
         let timer = reporting.timer
@@ -92,7 +98,18 @@ public final class BudgetedExecutor: Sendable {
                 reporting.ignoredCancellation(job, on: registered, stillRunning: false, lateMs: Self.milliseconds(deadline.duration(to: end)))
             }
         }
-        run.attach(task)
+        if !run.attach(task, entry: entry) { timer.cancel(entry) }
+    }
+
+    /// Cuts `run` short (a fast stop): unless its outcome is already decided (the worker has returned or
+    /// its deadline has passed, and its completion is being or has been called), claims it so that its
+    /// completion is never called, cancels the worker's task (or, for a run not started yet, keeps it from
+    /// starting) and its deadline. A worker that ignores the cancellation goes on unobserved.
+    /// - Returns: true if the run was cut short (it gets no report), false if its completion is called.
+    package func abort(_ run: WorkerRun) -> Bool {
+        guard run.claim() else { return false }
+        if let entry = run.cancel() { reporting.timer.cancel(entry) }
+        return true
     }
 
     /// Runs `job` like ``run(_:on:completion:)`` and returns the report.
@@ -159,67 +176,5 @@ public final class BudgetedExecutor: Sendable {
             ])
         }
 
-    }
-}
-
-/// One worker run: who decides its outcome (the worker or the deadline) and its task, for cancellation.
-final class WorkerRun: Sendable {
-    private struct State {
-        var claimed = false
-        var cancelled = false
-        var finished = false
-        var ignoredCancellationCounted = false
-        var task: Task<Void, Never>?
-    }
-    private let state = Mutex(State())
-
-    /// Marks the worker returned (or threw) and returns true if this decides the outcome (the deadline
-    /// has not claimed it): one lock for both.
-    func finishAndClaim() -> Bool {
-        state.withLock { state in
-            state.finished = true
-            if state.claimed { return false }
-            state.claimed = true
-            return true
-        }
-    }
-
-    /// Whether the worker has not returned yet.
-    var isRunning: Bool { state.withLock { !$0.finished } }
-
-    /// Returns true to the first caller only: the run is counted as ignoring cancellation once.
-    func flagIgnoredCancellation() -> Bool {
-        state.withLock { state in
-            if state.ignoredCancellationCounted { return false }
-            state.ignoredCancellationCounted = true
-            return true
-        }
-    }
-
-    /// Returns true to the first caller only.
-    func claim() -> Bool {
-        state.withLock { state in
-            if state.claimed { return false }
-            state.claimed = true
-            return true
-        }
-    }
-
-    func attach(_ task: Task<Void, Never>) {
-        let cancelNow = state.withLock { state -> Bool in
-            if state.cancelled { return true }
-            if !state.claimed { state.task = task }
-            return false
-        }
-        if cancelNow { task.cancel() }
-    }
-
-    func cancel() {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            state.cancelled = true
-            defer { state.task = nil }
-            return state.task
-        }
-        task?.cancel()
     }
 }

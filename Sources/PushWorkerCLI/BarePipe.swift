@@ -54,8 +54,3 @@ enum BarePipe {
 private func produced(_ producer: KafkaProducer, _ record: KafkaOutgoingRecord, _ token: UInt64) -> Bool {
     (try? producer.produce(record, token: token)) != nil
 }
-
-final class AckBox: Sendable {
-    let count = Atomic<Int>(0)
-
-}

@@ -8,18 +8,18 @@ import Synchronization
 /// quietly, as `cat` does: by SIGPIPE's default action (exit status 141 in a shell) for a broken pipe,
 /// with status 1 for any other write error. A failed write to stderr is dropped and counted
 /// (``PushWorkerLogger/droppedLineCount``).
-public enum Output {
+package enum Output {
     private static let lock = Mutex(())
 
     /// Writes one line to stdout at once (a `write(2)`, so a reader of a pipe sees it immediately).
-    public static func line(_ text: String) {
+    package static func line(_ text: String) {
         var bytes = Array(text.utf8)
         bytes.append(0x0A)
         write(bytes)
     }
 
     /// Writes raw bytes and a newline to stdout.
-    public static func line(bytes: [UInt8]) {
+    package static func line(bytes: [UInt8]) {
         var bytes = bytes
         bytes.append(0x0A)
         write(bytes)
@@ -39,7 +39,7 @@ public enum Output {
     }
 
     /// Writes one line to stderr.
-    public static func error(_ text: String) {
+    package static func error(_ text: String) {
         if StandardStream.error.writeLine(text) != nil { PushWorkerLogger.countDroppedLine() }
     }
 }

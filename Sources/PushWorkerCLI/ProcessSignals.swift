@@ -14,7 +14,9 @@ import Synchronization
 ///     (`run`, `dev`, `results`, `redrive`) stops gracefully however early the signal came;
 ///   - once a command has said it has no graceful stop (``useDefaultAction()``), a signal ends the process
 ///     by the signal's default action, as if nothing had been installed;
-///   - a second signal ends the process at once with status 130.
+///   - a second signal ends the process at once with status 130, unless a registered watcher has a second
+///     action (``SignalWatcher/init(onStop:onSecondSignal:)``): then the second signal calls those, and a
+///     third ends the process at once with status 130.
 /// - The three are unblocked once their handlers are in place: a launcher that blocks them before `exec`
 ///   (covering the dynamic loader's few milliseconds before `main`) has a signal sent meanwhile handled
 ///   then.
@@ -22,25 +24,7 @@ import Synchronization
 ///   with `EPIPE` (and the caller decides: the logger drops the line, ``Output`` ends the command as `cat`
 ///   does) instead of ending the process.
 enum ProcessSignals {
-    /// What the dispatcher does with the first signal.
-    private enum Phase {
-        /// No stop action yet; `pending` is the first signal received meanwhile.
-        case waiting(pending: Int32?)
-        /// Stop actions registered by ``SignalWatcher``s, by id.
-        case watching([Int: @Sendable () -> Void])
-        /// The command has no graceful stop: signals take their default action.
-        case defaultAction
-        /// The first signal has been handed to the stop actions.
-        case stopping
-    }
-
-    private struct State {
-        var phase = Phase.waiting(pending: nil)
-        var nextId = 0
-        var received = 0
-    }
-
-    private static let state = Mutex(State())
+    private static let state = Mutex(SignalDispatch())
     private static let installed = Atomic<Bool>(false)
 
     /// Installs the handlers and starts the dispatcher thread; later calls do nothing.
@@ -89,75 +73,30 @@ enum ProcessSignals {
     /// Says that the running command has no graceful stop: a signal received so far, or from now on, ends
     /// the process by its default action.
     static func useDefaultAction() {
-        let pending = state.withLock { state -> Int32? in
-            defer { state.phase = .defaultAction }
-            if case .waiting(let pending) = state.phase { return pending }
-            return nil
-        }
-        if let pending { endByDefaultAction(pending) }
+        if let pending = state.withLock({ $0.useDefaultAction() }) { endByDefaultAction(pending) }
     }
 
     /// Registers a stop action, called (on the signal thread) by the first SIGTERM or SIGINT, or at once
-    /// when one has already arrived.
+    /// when one has already arrived; and optionally a second action, called by the second signal instead
+    /// of exiting (at once when two have already arrived).
     /// - Returns: the id for ``unregister(_:)``.
-    static func register(_ action: @escaping @Sendable () -> Void) -> Int {
+    static func register(_ action: @escaping @Sendable () -> Void, second: (@Sendable () -> Void)? = nil) -> Int {
         install()
-        let (id, runNow) = state.withLock { state -> (Int, Bool) in
-            let id = state.nextId
-            state.nextId += 1
-            switch state.phase {
-            case .waiting(let pending):
-                if pending != nil {
-                    state.phase = .stopping
-                    return (id, true)
-                }
-                state.phase = .watching([id: action])
-            case .watching(var actions):
-                actions[id] = action
-                state.phase = .watching(actions)
-            case .defaultAction:
-                state.phase = .watching([id: action])
-            case .stopping:
-                return (id, true)
-            }
-            return (id, false)
-        }
-        if runNow { action() }
+        let (id, runNow) = state.withLock { $0.register(SignalDispatch.Actions(first: action, second: second)) }
+        runNow.forEach { $0() }
         return id
     }
 
     /// Removes a stop action.
     static func unregister(_ id: Int) {
-        state.withLock { state in
-            guard case .watching(var actions) = state.phase else { return }
-            actions[id] = nil
-            state.phase = actions.isEmpty ? .waiting(pending: nil) : .watching(actions)
-        }
+        state.withLock { $0.unregister(id) }
     }
 
     /// The dispatcher's reaction to one signal.
     private static func received(_ number: Int32) {
-        enum Reaction { case nothing, stop([@Sendable () -> Void]), defaultAction, exitNow }
-        let reaction = state.withLock { state -> Reaction in
-            state.received += 1
-            if state.received > 1, case .defaultAction = state.phase { return .defaultAction }
-            if state.received > 1 { return .exitNow }
-            switch state.phase {
-            case .waiting:
-                state.phase = .waiting(pending: number)
-                return .nothing
-            case .watching(let actions):
-                state.phase = .stopping
-                return .stop(Array(actions.values))
-            case .defaultAction:
-                return .defaultAction
-            case .stopping:
-                return .nothing
-            }
-        }
-        switch reaction {
+        switch state.withLock({ $0.received(number) }) {
         case .nothing: break
-        case .stop(let actions): actions.forEach { $0() }
+        case .run(let actions): actions.forEach { $0() }
         case .defaultAction: endByDefaultAction(number)
         case .exitNow:
             Output.error("pushworker: second signal, exiting now")

@@ -2,7 +2,8 @@ import Synchronization
 
 /// Turns SIGTERM and SIGINT into a graceful stop while it lives: the first signal calls the action (at
 /// once if one arrived before the watcher was created, however early after launch); a second signal exits
-/// at once with status 130. See ``ProcessSignals`` for how the signals are caught.
+/// at once with status 130, or calls the watcher's second action when it has one. See ``ProcessSignals``
+/// for how the signals are caught.
 public final class SignalWatcher: Sendable {
     private let id: Int
 
@@ -10,6 +11,17 @@ public final class SignalWatcher: Sendable {
     /// - Parameter onStop: called once, on the signal thread; it must not block for long.
     public init(onStop: @escaping @Sendable () -> Void) {
         id = ProcessSignals.register(onStop)
+    }
+
+    /// Watches SIGTERM and SIGINT until the watcher is freed, with an action for the second signal instead
+    /// of the exit: the first signal calls `onStop` (a graceful stop), the second `onSecondSignal` (e.g. a
+    /// fast stop: cancelling the task that runs the service), and a third exits at once with status 130.
+    /// - Parameters:
+    ///   - onStop: called once, on the signal thread (at once if a signal has already arrived); it must not
+    ///     block for long.
+    ///   - onSecondSignal: called once, on the signal thread, by the second signal; it must not block for long.
+    public init(onStop: @escaping @Sendable () -> Void, onSecondSignal: @escaping @Sendable () -> Void) {
+        id = ProcessSignals.register(onStop, second: onSecondSignal)
     }
 
     /// Waits for the first SIGTERM or SIGINT (returns at once if one has already arrived).

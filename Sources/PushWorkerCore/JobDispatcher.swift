@@ -9,7 +9,7 @@ import Synchronization
 ///   registration sets it; the rest wait, and their budget has not started.
 /// - Every submitted record yields exactly one ``ResultRecord`` through `onResult`, with the
 ///   ``InputRecord`` it answers (for a dead-letter copy), unless it is taken back with
-///   ``discardWaiting(where:)`` before its worker starts.
+///   ``discardWaiting(where:)`` before its worker starts, or cut short by ``stopNow()``.
 ///
 /// `onResult` is called on the submitting thread for records rejected before routing, and on the
 /// executor's threads for worker results. It must not block.
@@ -21,6 +21,9 @@ public final class JobDispatcher: Sendable {
         var receivedAtMs: Int64
         /// The input's `apns-id` header bytes, for the result's headers.
         var apnsIdHeader: [UInt8]?
+        /// The run, made when the job takes its slot (so that ``JobDispatcher/stopNow()`` can cut it short
+        /// even before its worker starts).
+        var run: WorkerRun?
 
         /// The input record the job was built from (its parts are shared with the job, not copied).
         var input: InputRecord {
@@ -39,15 +42,36 @@ public final class JobDispatcher: Sendable {
         var runningByWorker: [String: Int] = [:]
         var waiting = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The jobs holding a slot, by their run.
+        var active: [ObjectIdentifier: Pending] = [:]
+        /// Set by ``JobDispatcher/stopNow()``: no job starts any more.
+        var stopped = false
 
         func workerHasRoom(_ pending: Pending) -> Bool {
             guard let limit = pending.worker.maxConcurrent else { return true }
             return runningByWorker[pending.worker.name, default: 0] < limit
         }
 
-        mutating func markStarted(_ pending: Pending) {
+        /// Gives `pending` a slot and its run; returns it with the run.
+        mutating func markStarted(_ pending: Pending) -> Pending {
             running += 1
             if pending.worker.maxConcurrent != nil { runningByWorker[pending.worker.name, default: 0] += 1 }
+            var started = pending
+            let run = WorkerRun()
+            started.run = run
+            active[ObjectIdentifier(run)] = started
+            return started
+        }
+
+        /// Frees the slot of `pending`, which has finished or been cut short.
+        mutating func release(_ pending: Pending) {
+            running -= 1
+            if let run = pending.run { active[ObjectIdentifier(run)] = nil }
+            let name = pending.worker.name
+            if pending.worker.maxConcurrent != nil {
+                runningByWorker[name, default: 1] -= 1
+                if runningByWorker[name] == 0 { runningByWorker[name] = nil }
+            }
         }
 
         /// Queues a job whose key is free: ready for a slot, or blocked behind its worker's limit.
@@ -62,14 +86,13 @@ public final class JobDispatcher: Sendable {
         /// Starts ready jobs while slots are free; jobs whose worker is at its limit move aside.
         mutating func fillSlots(maxInFlight: Int) -> [Pending] {
             var toStart: [Pending] = []
-            while running < maxInFlight, let next = ready.popFirst() {
+            while !stopped, running < maxInFlight, let next = ready.popFirst() {
                 guard workerHasRoom(next) else {
                     blocked[next.worker.name, default: FIFOQueue()].append(next)
                     continue
                 }
-                markStarted(next)
                 waiting -= 1
-                toStart.append(next)
+                toStart.append(markStarted(next))
             }
             return toStart
         }
@@ -144,9 +167,8 @@ public final class JobDispatcher: Sendable {
                     finishedNow.append((pending, outcomeNow))
                     continue
                 }
-                if state.running < maxInFlight && state.workerHasRoom(pending) {
-                    state.markStarted(pending)
-                    toStart.append(pending)
+                if !state.stopped && state.running < maxInFlight && state.workerHasRoom(pending) {
+                    toStart.append(state.markStarted(pending))
                 } else {
                     state.enqueue(pending)
                     state.waiting += 1
@@ -196,6 +218,42 @@ public final class JobDispatcher: Sendable {
         toStart.forEach(start)
         wake.forEach { $0.resume() }
         return removed
+    }
+
+    /// Stops now (a fast stop): takes back every waiting job, as ``discardWaiting(where:)`` does, and cuts
+    /// short every running job: its worker's task is cancelled and its result is never reported (a
+    /// `failed`/`timeout` would be false: the job did not run out of its budget, it was stopped). A job whose
+    /// outcome was already decided (its worker had returned, or its deadline had passed) still has its result
+    /// reported through `onResult`, possibly after this returns. From then on no worker starts: jobs
+    /// submitted later wait until taken back (records that need no worker run, rejected ones and those of
+    /// an immediate worker such as noop, still get their results at once). Safe from any thread: a job
+    /// given its slot concurrently is cut short before its worker starts.
+    ///
+    /// A worker that ignores the cancellation goes on unobserved; its slot is freed now.
+    /// - Returns: the sources of the jobs taken back or cut short (none of them gets a result), in no
+    ///   particular order.
+    @discardableResult
+    public func stopNow() -> [RecordSource] {
+        let active = state.withLock { state -> [Pending] in
+            state.stopped = true
+            return Array(state.active.values)
+        }
+        var sources = discardWaiting { _ in true }
+        let cut = active.filter { pending in pending.run.map { executor.abort($0) } ?? false }
+        sources += cut.map(\.job.source)
+        guard !cut.isEmpty else { return sources }
+        let wake = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            for pending in cut {
+                state.release(pending)
+                // Nothing waits behind the key any more (every waiting job has been taken back).
+                if let key = pending.job.key, state.keyQueues[key]?.isEmpty ?? true { state.keyQueues[key] = nil }
+            }
+            guard state.running == 0 && state.waiting == 0 else { return [] }
+            defer { state.idleWaiters.removeAll() }
+            return state.idleWaiters
+        }
+        wake.forEach { $0.resume() }
+        return sources
     }
 
     /// Returns once no worker runs and none waits.
@@ -248,7 +306,8 @@ public final class JobDispatcher: Sendable {
     }
 
     private func start(_ pending: Pending) {
-        executor.run(pending.job, on: pending.worker) { [self] report in
+        guard let run = pending.run else { return }
+        executor.start(pending.job, on: pending.worker, run: run) { [self] report in
             onResult(result(of: pending, report), pending.input)
             finished(pending)
         }
@@ -267,11 +326,9 @@ public final class JobDispatcher: Sendable {
 
     private func finished(_ pending: Pending) {
         let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
-            state.running -= 1
+            state.release(pending)
             let name = pending.worker.name
             if pending.worker.maxConcurrent != nil {
-                state.runningByWorker[name, default: 1] -= 1
-                if state.runningByWorker[name] == 0 { state.runningByWorker[name] = nil }
                 // The worker has room again: its longest-waiting blocked job joins the ready line.
                 if let next = state.blocked[name]?.popFirst() {
                     state.ready.append(next)

@@ -28,6 +28,9 @@ final class ConsumerLoop: Sendable {
     private let logger: PushWorkerLogger
     private let statistics: @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
     private let metrics: ServiceMetrics
+    /// Whether a fast stop is requested (the task running the service was cancelled): running jobs are cut
+    /// short instead of awaited, and no wait (a drain, a revocation) goes on.
+    private let stopNow: @Sendable () -> Bool
     /// Beats when the consumer thread makes progress: each poll round, each step of a drain. Ended once
     /// ``run(until:)`` has returned.
     private let heartbeat = Heartbeat()
@@ -38,8 +41,10 @@ final class ConsumerLoop: Sendable {
     init(
         consumer: KafkaConsumer, dispatcher: JobDispatcher, publisher: ResultPublisher, tracker: OffsetTracker,
         maxBuffered: Int, drainTimeoutMs: Int, logger: PushWorkerLogger, metrics: ServiceMetrics,
+        stopNow: @escaping @Sendable () -> Bool = { false },
         statistics: @escaping @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
     ) {
+        self.stopNow = stopNow
         self.consumer = consumer
         self.dispatcher = dispatcher
         self.publisher = publisher
@@ -56,7 +61,9 @@ final class ConsumerLoop: Sendable {
     var sinceLastRound: Duration? { heartbeat.sinceLastBeat }
 
     /// Polls until `shouldStop` returns true, then stops taking records and waits (still serving the
-    /// consumer) for running jobs to finish or reach their deadline. Blocking: dedicated thread only.
+    /// consumer) for running jobs to finish or reach their deadline; on a fast stop (`stopNow`, at any point
+    /// of that wait too) it cuts them short instead (``JobDispatcher/stopNow()``): they get no result and
+    /// their offsets are not committed. Blocking: dedicated thread only.
     /// - Throws: ``KafkaError/Code/fatal`` on a fatal consumer error.
     func run(until shouldStop: () -> Bool) throws {
         defer { heartbeat.end() }
@@ -77,6 +84,12 @@ final class ConsumerLoop: Sendable {
                     headers: RecordHeaders(record.headers.map { RecordHeader(name: $0.name, value: $0.value) }),
                     receivedAtMs: receivedAtMs))
                 if shouldStop() { break }
+            }
+            if stopNow() {
+                // Taken but never tracked: no offset at or past them is committed.
+                batch.removeAll()
+                taken.removeAll()
+                break
             }
             if !batch.isEmpty {
                 let count = batch.count
@@ -148,9 +161,20 @@ final class ConsumerLoop: Sendable {
             logger.info("records taken but not started are left for the group to read again", metadata: ["count": String(discarded)])
         }
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(drainTimeoutMs))
-        while dispatcher.runningCount > 0 && ContinuousClock.now < deadline {
+        while dispatcher.runningCount > 0 && ContinuousClock.now < deadline && !stopNow() {
             heartbeat.beat()
             _ = try? consumer.poll(timeoutMs: 20)
+        }
+        if stopNow() { cutShort() }
+    }
+
+    /// The fast stop: cuts short every running job and takes back every waiting one; their records are
+    /// marked abandoned, so their offsets are not committed and the group reads them again.
+    private func cutShort() {
+        let cut = dispatcher.stopNow()
+        tracker.abandon(cut.map { (TopicPartition(topic: $0.topic, partition: $0.partition), $0.offset) })
+        if !cut.isEmpty {
+            logger.info("stopping now: jobs cut short (no result) and records not started are left for the group to read again", metadata: ["count": String(cut.count)])
         }
     }
 
@@ -187,7 +211,7 @@ final class ConsumerLoop: Sendable {
             takeBack(partitions)
             let closing = state.withLock { $0.closing }
             let deadline = ContinuousClock.now.advanced(by: .milliseconds(closing ? 0 : drainTimeoutMs))
-            while !tracker.settled(partitions) && ContinuousClock.now < deadline {
+            while !tracker.settled(partitions) && ContinuousClock.now < deadline && !stopNow() {
                 heartbeat.beat()
                 publisher.retryBacklog()
                 Thread.sleep(forTimeInterval: 0.005)

@@ -9,9 +9,12 @@ import Synchronization
 /// under their budgets, produces results, and stores each input offset only once its result (and every
 /// earlier one of its partition) is acknowledged by the broker (contract sections 1–4).
 ///
-/// ``run()`` returns after ``shutdown()``: it stops taking records, lets running jobs finish or reach their
-/// deadline, delivers their results, commits, and leaves the group. Records taken but not yet started are
-/// not run; their offsets are not committed, so the group reads them again.
+/// It stops in one of two ways (docs/embedding.md describes both):
+/// - gracefully, after ``shutdown()``: it stops taking records, lets running jobs finish or reach their
+///   deadline, delivers their results, commits, and leaves the group. Records taken but not yet started are
+///   not run; their offsets are not committed, so the group reads them again.
+/// - fast, when the task running ``run()`` is cancelled: running jobs are cut short and get no result; see
+///   ``run()``.
 ///
 /// While ``run()`` runs, and when ``ServiceConfiguration/httpServer`` is enabled, an HTTP server serves
 /// `/metrics` (Prometheus text format), `/healthz` (liveness) and `/readyz` (readiness); see the README's
@@ -23,6 +26,8 @@ public final class PushWorkerService: Sendable {
     private let onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?
     private let stallThreshold: Duration
     private let stopRequested = Atomic<Bool>(false)
+    /// Set when the task running ``run()`` is cancelled: the fast stop.
+    private let stopNowRequested = Atomic<Bool>(false)
     private let consumerBox = Mutex<KafkaConsumer?>(nil)
     private let serverBox = Mutex<EndpointServer?>(nil)
     private let statistics = Mutex(Statistics())
@@ -79,7 +84,14 @@ public final class PushWorkerService: Sendable {
     /// A snapshot of the counters.
     public var currentStatistics: Statistics { statistics.withLock { $0 } }
 
-    /// Asks ``run()`` to stop gracefully. Safe to call from any thread, any number of times.
+    /// How long a fast stop (cancelling the task running ``run()``) waits for results already produced to
+    /// be acknowledged by the broker before it commits and leaves the group: 2 seconds (or the drain
+    /// timeout, ``ServiceConfiguration/drainTimeoutMs``, if shorter). Results not acknowledged by then are
+    /// not lost: their offsets are not committed, so their records are read again.
+    public static let fastStopDeliveryTimeout: Duration = .seconds(2)
+
+    /// Asks ``run()`` to stop gracefully. Safe to call from any thread, any number of times. Cancelling the
+    /// task running ``run()`` afterwards (during the drain) turns the graceful stop into the fast one.
     public func shutdown() {
         guard !stopRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
         logger.info("shutdown requested: no new records are taken; running jobs finish or reach their deadline")
@@ -93,13 +105,51 @@ public final class PushWorkerService: Sendable {
     /// The port of the running HTTP server, or `nil` when it is disabled or the service is not running.
     public var httpServerPort: UInt16? { serverBox.withLock { $0 }?.port }
 
-    /// Runs the service until ``shutdown()``; all blocking Kafka calls run on dedicated threads.
+    /// Runs the service until ``shutdown()`` (a graceful stop) or until the task running it is cancelled (a
+    /// fast stop); all blocking Kafka calls run on dedicated threads, never on the cooperative pool.
     ///
     /// The HTTP server (when enabled) starts first and stops when the service has left the group.
+    ///
+    /// **Cancellation** (the fast stop), at any time, also during the drain of a graceful stop (which it cuts
+    /// short) and before the clients exist:
+    /// 1. no record is taken any more; records taken but not started are not run;
+    /// 2. every running job's task is cancelled at once, and no result is reported for it (it neither
+    ///    finished nor ran out of its budget, so `failed`/`timeout` would be false). A job that had already
+    ///    finished, or passed its deadline, keeps its result;
+    /// 3. results already produced are delivered, waiting at most ``fastStopDeliveryTimeout``;
+    /// 4. the offsets whose results are acknowledged are committed, and the service leaves the group; the HTTP
+    ///    server stops;
+    /// 5. ``run()`` returns normally (it does not throw `CancellationError`).
+    ///
+    /// The records of jobs cut short, not started, or whose results were not acknowledged in time keep their
+    /// offsets uncommitted: the group reads them again (at-least-once), whoever owns their partitions next.
+    /// Their workers may therefore run twice for those records. A worker that ignores cancellation goes on
+    /// in the background, unobserved. When cancelled before it began, ``run()`` returns at once without
+    /// connecting.
+    ///
+    /// Only the service's own tasks are cancelled: a graceful stop (``shutdown()``) never cancels a job
+    /// before its deadline.
     /// - Throws: ``EndpointServerError`` if the HTTP server cannot listen (e.g. its port is in use; the
     ///   message names the port and the settings to change), ``KafkaError`` if the clients cannot be created
     ///   or a fatal client error happens.
     public func run() async throws {
+        try await withTaskCancellationHandler {
+            try await runUntilStopped()
+        } onCancel: {
+            stopNow()
+        }
+    }
+
+    /// The fast stop (the task running ``run()`` was cancelled). Safe from any thread, any number of times.
+    private func stopNow() {
+        guard !stopNowRequested.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        stopRequested.store(true, ordering: .releasing)
+        logger.info("stopping now (the task running the service was cancelled): running jobs are cancelled without a result; their records will be read again")
+        consumerBox.withLock { $0 }?.wakeUp()
+    }
+
+    private func runUntilStopped() async throws {
+        if stopNowRequested.load(ordering: .acquiring) { return }
         // Built once per run; it always sets auto.offset.reset (the user's value, else pushworker's earliest).
         let consumerProperties = configuration.consumerProperties
         let metrics = try ServiceMetrics(
@@ -168,7 +218,24 @@ public final class PushWorkerService: Sendable {
         return metadata
     }
 
+    /// Runs the pipeline, then drops the last reference to its consumer on a dedicated thread:
+    /// `rd_kafka_destroy` joins librdkafka's threads and must not block the cooperative pool.
     private func runPipeline(consumerProperties: KafkaConfiguration, metrics: ServiceMetrics, health: HealthRelay) async throws {
+        let release = ConsumerRelease()
+        let outcome: Result<Void, any Error>
+        do {
+            try await runPipeline(consumerProperties: consumerProperties, metrics: metrics, health: health, release: release)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        // The pipeline's frame is gone and its objects no longer hold the consumer strongly: the release
+        // drops the last reference.
+        await release.releaseOnDedicatedThread()
+        try outcome.get()
+    }
+
+    private func runPipeline(consumerProperties: KafkaConfiguration, metrics: ServiceMetrics, health: HealthRelay, release: ConsumerRelease) async throws {
         let tracker = OffsetTracker()
         let executor = BudgetedExecutor(logger: PushWorkerLogger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
         let kafkaLog = PushWorkerLogger(label: "pushworker.librdkafka").kafkaLogHandler
@@ -179,11 +246,15 @@ public final class PushWorkerService: Sendable {
         }, onStatistics: { statistics in
             metrics.statistics(statistics, client: .consumer)
         })
+        release.hold(consumer)
         let storeLogger = logger
         let publisher = try ResultPublisher(
             properties: configuration.producerProperties, resultsTopic: configuration.resultsTopic, tracker: tracker,
             logger: logger, logHandler: kafkaLog, metrics: metrics,
-            storeOffsets: { offsets in
+            // Weak: a worker that ignores a fast stop's cancellation may keep the publisher alive after the
+            // service has returned; it must not keep the consumer (its release belongs on a dedicated thread).
+            storeOffsets: { [weak consumer] offsets in
+                guard let consumer else { return }
                 for (tp, error) in consumer.storeOffsets(offsets) {
                     storeLogger.debug("offset not stored (partition no longer assigned)", metadata: ["partition": "\(tp)", "error": error.message])
                 }
@@ -213,6 +284,7 @@ public final class PushWorkerService: Sendable {
         let loop = ConsumerLoop(
             consumer: consumer, dispatcher: dispatcher, publisher: publisher, tracker: tracker,
             maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs, logger: logger, metrics: metrics,
+            stopNow: { [self] in self.stopNowRequested.load(ordering: .acquiring) },
             statistics: { [self] change in self.statistics.withLock { change(&$0) } })
         rebalance.handler = { event in loop.rebalanced(event) }
         // Weak: the metrics outlive nothing of the pipeline (the publisher holds the metrics).
@@ -234,6 +306,8 @@ public final class PushWorkerService: Sendable {
         } catch {
             _ = await publisher.close(timeoutMs: 0)
             consumerBox.withLock { $0 = nil }
+            health.current = nil
+            rebalance.handler = nil
             throw error
         }
         logger.info("consuming", metadata: [
@@ -254,8 +328,12 @@ public final class PushWorkerService: Sendable {
             logger.error("consumer failed; stopping", metadata: ["error": "\(error)"])
             failure = error
         }
-        // The loop has let running jobs finish or reach their deadline; now deliver their results.
-        let left = await publisher.close(timeoutMs: drainTimeoutMs)
+        // The loop has let running jobs finish or reach their deadline (or, on a fast stop, cut them short);
+        // now deliver their results. A fast stop, now or during this wait, shortens the wait.
+        let fastStopMs = min(drainTimeoutMs, Int(Self.fastStopDeliveryTimeout.components.seconds) * 1000)
+        let left = await publisher.close(
+            timeoutMs: stopNowRequested.load(ordering: .acquiring) ? fastStopMs : drainTimeoutMs,
+            cutShort: { [self] in self.stopNowRequested.load(ordering: .acquiring) }, cutShortTimeoutMs: fastStopMs)
         if left > 0 { logger.warning("results not acknowledged at shutdown; their records will be read again", metadata: ["count": String(left)]) }
         do {
             try await DedicatedThread.run(name: "pushworker-close") {
@@ -268,25 +346,9 @@ public final class PushWorkerService: Sendable {
         }
         consumerBox.withLock { $0 = nil }
         rebalance.handler = nil
+        // The checks hold the loop, which holds the consumer; the HTTP server answers "not ready" from now on.
+        health.current = nil
         logger.info("stopped", metadata: ["resultsDelivered": String(currentStatistics.resultsDelivered)])
         if let failure { throw failure }
     }
-}
-
-/// Lets the HTTP server, started before the pipeline, reach the pipeline's health checks.
-final class HealthRelay: Sendable {
-    private let health = Mutex<ServiceHealth?>(nil)
-    /// The checks, or `nil` while the pipeline is being built.
-    var current: ServiceHealth? {
-        get { health.withLock { $0 } }
-        set { health.withLock { $0 = newValue } }
-    }
-}
-
-/// Lets the consumer's rebalance callback reach the loop created after the consumer.
-///
-/// `@unchecked Sendable`: `handler` is set before `subscribe` (so before any rebalance can happen) and
-/// cleared after the consumer is closed (after the last rebalance).
-final class RebalanceRelay: @unchecked Sendable {
-    var handler: (@Sendable (KafkaRebalanceEvent) -> Void)?
 }

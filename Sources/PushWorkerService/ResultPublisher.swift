@@ -1,3 +1,4 @@
+import Dispatch
 import PushWorkerCore
 import PushWorkerKafka
 import Synchronization
@@ -242,17 +243,31 @@ final class ResultPublisher: Sendable {
         for tp in due { drain(tp) }
     }
 
-    /// Waits up to `timeoutMs` for every result to be acknowledged, then closes the producer.
+    /// Waits up to `timeoutMs` for every result to be acknowledged, then closes the producer. Once
+    /// `cutShort` returns true (a fast stop), it waits at most `cutShortTimeoutMs` more. It waits the same
+    /// in a cancelled task (where `Task.sleep` would return at once).
     /// - Returns: the number of results still not acknowledged.
-    func close(timeoutMs: Int) async -> Int {
-        let deadline = ContinuousClock.now.advanced(by: .milliseconds(timeoutMs))
+    func close(timeoutMs: Int, cutShort: @Sendable () -> Bool = { false }, cutShortTimeoutMs: Int = 0) async -> Int {
+        var deadline = ContinuousClock.now.advanced(by: .milliseconds(timeoutMs))
+        var wasCut = false
         while unacknowledged > 0 && ContinuousClock.now < deadline {
+            if !wasCut && cutShort() {
+                wasCut = true
+                deadline = min(deadline, ContinuousClock.now.advanced(by: .milliseconds(cutShortTimeoutMs)))
+            }
             retryBacklog()
-            try? await Task.sleep(for: .milliseconds(5))
+            await Self.pause(milliseconds: 5)
         }
         let left = unacknowledged
         await producer.producer?.close(timeoutMs: 1000)
         return left
+    }
+
+    /// Sleeps about `milliseconds` without holding a thread, in a cancelled task too.
+    private static func pause(milliseconds: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { continuation.resume() }
+        }
     }
 
     /// Produces a newly published record, or puts it in its lane behind the records waiting there.

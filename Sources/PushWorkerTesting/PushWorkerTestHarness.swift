@@ -192,6 +192,17 @@ public final class PushWorkerTestHarness: Sendable {
         try await task.value
     }
 
+    /// Stops the service fast, by cancelling the task that runs it (as a second SIGTERM to
+    /// ``PushWorkerCommandLine``'s `runService` does), and waits for ``PushWorkerService/run()`` to return;
+    /// keeps the cluster and the producer. Running jobs are cut short without a result and their records
+    /// are left for the group (``PushWorkerService/run()`` describes the fast stop).
+    /// - Throws: what `run()` threw.
+    public func cancelService() async throws {
+        let task = running.withLock { $0.task }
+        task.cancel()
+        try await task.value
+    }
+
     /// Stops the service, then the cluster.
     public func shutdown() async throws {
         try await stop()

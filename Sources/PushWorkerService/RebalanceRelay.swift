@@ -1,0 +1,9 @@
+import PushWorkerKafka
+
+/// Lets the consumer's rebalance callback reach the loop created after the consumer.
+///
+/// `@unchecked Sendable`: `handler` is set before `subscribe` (so before any rebalance can happen) and
+/// cleared after the consumer is closed (after the last rebalance).
+final class RebalanceRelay: @unchecked Sendable {
+    var handler: (@Sendable (KafkaRebalanceEvent) -> Void)?
+}
