@@ -86,7 +86,7 @@ public final class PushWorkerService: Sendable {
 
     /// How long a fast stop (cancelling the task running ``run()``) waits for results already produced to
     /// be acknowledged by the broker before it commits and leaves the group: 2 seconds (or the drain
-    /// timeout, ``ServiceConfiguration/drainTimeoutMs``, if shorter). Results not acknowledged by then are
+    /// timeout, ``ServiceConfiguration/drainTimeout``, if shorter). Results not acknowledged by then are
     /// not lost: their offsets are not committed, so their records are read again.
     public static let fastStopDeliveryTimeout: Duration = .seconds(2)
 
