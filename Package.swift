@@ -9,7 +9,7 @@ let package = Package(
         .library(name: "PushWorkerAPI", targets: ["PushWorkerAPI"]),
         .library(name: "PushWorkerCore", targets: ["PushWorkerCore"]),
         .library(name: "PushWorkerKafka", targets: ["PushWorkerKafka"]),
-        .library(name: "PushWorkerService", targets: ["PushWorkerService"]),
+        .library(name: "PushWorker", targets: ["PushWorker"]),
         .library(name: "PushWorkerCLI", targets: ["PushWorkerCLI"]),
         .library(name: "PushWorkerTesting", targets: ["PushWorkerTesting"]),
         .library(name: "PushWorkerProbe", targets: ["PushWorkerProbe"]),
@@ -49,23 +49,23 @@ let package = Package(
         .target(name: "PushWorkerMetrics"),
         // All C of libmicrohttpd: a small GET/HEAD endpoint server.
         .target(name: "PushWorkerEndpoints", dependencies: ["CMicroHTTPD"]),
-        // Joins Kafka and the core: the pipeline, configuration, metrics and health. A library: it never writes
+        // The service module (`import PushWorker`; its main type is PushWorkerService). Joins Kafka and the core: the pipeline, configuration, metrics and health. A library: it never writes
         // to stdout, never calls `exit` and never installs signal handlers.
-        .target(name: "PushWorkerService", dependencies: ["PushWorkerKafka", "PushWorkerCore", "PushWorkerMetrics", "PushWorkerEndpoints"]),
+        .target(name: "PushWorker", dependencies: ["PushWorkerKafka", "PushWorkerCore", "PushWorkerMetrics", "PushWorkerEndpoints"]),
         // The command line (`run`, `dev`, `produce`, `results`, `redrive`, `check-config`, `bench`): arguments,
         // stdout output, exit statuses and signal handling; custom executables build on `PushWorkerCommandLine`.
-        .target(name: "PushWorkerCLI", dependencies: ["PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
+        .target(name: "PushWorkerCLI", dependencies: ["PushWorker", "PushWorkerKafka", "PushWorkerCore"]),
         // WorkerProbe: runs a worker under a budget with a hand-built job; needs only the worker API.
         .target(name: "PushWorkerProbe", dependencies: ["PushWorkerAPI"]),
         // Testing kit for worker authors (re-exports PushWorkerProbe).
-        .target(name: "PushWorkerTesting", dependencies: ["PushWorkerProbe", "PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
+        .target(name: "PushWorkerTesting", dependencies: ["PushWorkerProbe", "PushWorker", "PushWorkerKafka", "PushWorkerCore"]),
         .executableTarget(name: "pushworker", dependencies: ["PushWorkerCLI"]),
         .testTarget(name: "PushWorkerCoreTests", dependencies: ["PushWorkerCore", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerKafkaTests", dependencies: ["PushWorkerKafka"]),
         .testTarget(name: "PushWorkerMetricsTests", dependencies: ["PushWorkerMetrics"]),
         .testTarget(name: "PushWorkerEndpointsTests", dependencies: ["PushWorkerEndpoints", "PushWorkerTesting"]),
-        .testTarget(name: "PushWorkerServiceTests", dependencies: ["PushWorkerService", "PushWorkerTesting", "PushWorkerMetrics"]),
-        .testTarget(name: "PushWorkerCLITests", dependencies: ["PushWorkerCLI", "PushWorkerService", "PushWorkerKafka", "PushWorkerCore"]),
+        .testTarget(name: "PushWorkerTests", dependencies: ["PushWorker", "PushWorkerTesting", "PushWorkerMetrics"]),
+        .testTarget(name: "PushWorkerCLITests", dependencies: ["PushWorkerCLI", "PushWorker", "PushWorkerKafka", "PushWorkerCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerKafka", "PushWorkerTesting"]),
     ],
     swiftLanguageModes: [.v6]

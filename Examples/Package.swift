@@ -29,7 +29,7 @@ let package = Package(
         // The service beside a service of the application's own, under one signal handler.
         .executableTarget(name: "pushworker-with-scheduler", dependencies: [
             .product(name: "PushWorkerCLI", package: "pushworker"),
-            .product(name: "PushWorkerService", package: "pushworker"),
+            .product(name: "PushWorker", package: "pushworker"),
         ]),
         .testTarget(name: "ContentUpdateWorkerTests", dependencies: [
             "ContentUpdateWorker",

@@ -25,7 +25,7 @@ let package = Package(
         .executableTarget(name: "FuzzExecOutcome", dependencies: ["FuzzSupport", core]),
         .executableTarget(name: "FuzzHTTPOutcome", dependencies: ["FuzzSupport", core]),
         .executableTarget(name: "FuzzConfiguration", dependencies: [
-            "FuzzSupport", .product(name: "PushWorkerService", package: "pushworker"),
+            "FuzzSupport", .product(name: "PushWorker", package: "pushworker"),
         ]),
     ],
     swiftLanguageModes: [.v6]

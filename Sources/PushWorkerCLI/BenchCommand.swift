@@ -1,7 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
-import PushWorkerService
+import PushWorker
 import Synchronization
 
 /// `pushworker bench`: throughput and latency of the whole service on the embedded cluster, as ratios

@@ -1,7 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
-import PushWorkerService
+import PushWorker
 
 /// `pushworker check-config [--config FILE]`: validates and prints the effective configuration.
 struct CheckConfigCommand {

@@ -1,4 +1,4 @@
-import PushWorkerService
+import PushWorker
 import Synchronization
 
 /// One run of ``PushWorkerCommandLine/runService(_:alongside:)``: the service's task, the companions' task,

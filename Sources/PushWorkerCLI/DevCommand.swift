@@ -1,7 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
-import PushWorkerService
+import PushWorker
 
 /// `pushworker dev [--config FILE] [--broker-only] [--samples] [--brokers N]`.
 struct DevCommand {

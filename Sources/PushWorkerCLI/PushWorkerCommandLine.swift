@@ -1,7 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
-import PushWorkerService
+import PushWorker
 import Synchronization
 
 /// The `pushworker` command line (contract section 5): `run`, `dev`, `produce`, `results`, `redrive`, `check-config`

@@ -1,7 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
-import PushWorkerService
+import PushWorker
 import Synchronization
 
 /// `pushworker redrive`: sends dead letters back to the input topic they came from, once each.

@@ -1,5 +1,5 @@
 import PushWorkerCore
-import PushWorkerService
+import PushWorker
 
 /// `pushworker run [--config FILE] [--bootstrap-servers HOSTS]`: the service.
 struct RunCommand {

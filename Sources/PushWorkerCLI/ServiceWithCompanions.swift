@@ -1,4 +1,4 @@
-import PushWorkerService
+import PushWorker
 import Synchronization
 
 extension PushWorkerCommandLine {

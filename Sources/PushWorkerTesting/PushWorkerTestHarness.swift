@@ -1,7 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
-import PushWorkerService
+import PushWorker
 import Synchronization
 
 /// Runs the real pushworker service on an embedded Kafka cluster for tests: produce pushes, await their

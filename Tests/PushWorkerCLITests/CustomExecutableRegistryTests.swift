@@ -1,7 +1,7 @@
 import Foundation
 @testable import PushWorkerCLI
 import PushWorkerCore
-@testable import PushWorkerService
+@testable import PushWorker
 import Testing
 
 /// The registry a custom executable's `PushWorkerCommandLine(registerWorkers:)` builds: the configured

@@ -2,7 +2,7 @@ import Foundation
 @testable import PushWorkerCLI
 import PushWorkerCore
 import PushWorkerKafka
-@testable import PushWorkerService
+@testable import PushWorker
 import Testing
 
 /// What `pushworker redrive` sends back for a dead letter, and the line `--dry-run` prints for it.

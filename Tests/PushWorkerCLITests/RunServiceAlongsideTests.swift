@@ -2,7 +2,7 @@ import Foundation
 @testable import PushWorkerCLI
 import PushWorkerCore
 import PushWorkerKafka
-import PushWorkerService
+import PushWorker
 import Synchronization
 import Testing
 

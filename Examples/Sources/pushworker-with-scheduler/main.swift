@@ -9,7 +9,7 @@
 import Foundation
 import PushWorkerCLI
 import PushWorkerCore
-import PushWorkerService
+import PushWorker
 
 // First, before any await: SIGTERM/SIGINT caught, so a signal during start-up is kept for runService.
 PushWorkerCommandLine.prepareProcess()

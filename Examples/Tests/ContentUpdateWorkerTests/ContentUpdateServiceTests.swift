@@ -1,7 +1,7 @@
 import ContentUpdateWorker
 import Foundation
 import PushWorkerCore
-import PushWorkerService
+import PushWorker
 import PushWorkerTesting
 import Testing
 

@@ -3,7 +3,7 @@
 // A ConfigurationError must name what is wrong (a non-empty message).
 import Foundation
 import FuzzSupport
-import PushWorkerService
+import PushWorker
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

@@ -1,6 +1,6 @@
 import Foundation
 import PushWorkerCore
-import PushWorkerService
+import PushWorker
 import PushWorkerTesting
 import Testing
 

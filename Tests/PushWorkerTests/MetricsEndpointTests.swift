@@ -1,7 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
-@testable import PushWorkerService
+@testable import PushWorker
 import PushWorkerTesting
 import Synchronization
 import Testing

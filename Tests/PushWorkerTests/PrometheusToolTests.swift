@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 import PushWorkerCore
 import PushWorkerKafka
-import PushWorkerService
+import PushWorker
 import PushWorkerTesting
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import PushWorkerCore
-@testable import PushWorkerService
+@testable import PushWorker
 import Testing
 
 /// `deadLetter` in the configuration file, `PUSHWORKER_DEAD_LETTER_TOPIC`, the checks made at startup,

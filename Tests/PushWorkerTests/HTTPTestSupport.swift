@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import PushWorkerService
+import PushWorker
 import PushWorkerTesting
 import Testing
 

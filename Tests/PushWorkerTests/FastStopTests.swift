@@ -1,7 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
-import PushWorkerService
+import PushWorker
 import PushWorkerTesting
 import Synchronization
 import Testing

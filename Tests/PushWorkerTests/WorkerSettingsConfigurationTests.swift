@@ -1,6 +1,6 @@
 import Foundation
 import PushWorkerCore
-@testable import PushWorkerService
+@testable import PushWorker
 import Testing
 
 /// A settings type read from the `workerSettings` section of the tests.
