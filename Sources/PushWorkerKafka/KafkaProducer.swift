@@ -292,22 +292,3 @@ func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -
     guard let bytes else { return body(nil) }
     return bytes.withUnsafeBytes { body($0) }
 }
-
-/// Delivery reports served by one `rd_kafka_poll` call, collected by `dr_msg_cb` and handed over after it.
-final class DeliveryReportBuffer: Sendable {
-    struct State {
-        var reports: [KafkaDeliveryReport] = []
-        var topicNames = TopicNameCache()
-    }
-    let state = Mutex(State())
-}
-
-/// The monotonic clock (`CLOCK_MONOTONIC`) in nanoseconds, cheap enough for per-round heartbeats.
-enum MonotonicClock {
-    @inline(__always)
-    static func nowNs() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
-}

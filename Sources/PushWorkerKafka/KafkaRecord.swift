@@ -72,39 +72,3 @@ public struct KafkaRecord: Sendable {
         self.headers = headers
     }
 }
-
-/// A record to produce.
-public struct KafkaOutgoingRecord: Sendable {
-    /// The topic to produce to.
-    public var topic: String
-    /// The partition, or `nil` to let the partitioner choose (librdkafka `partitioner`, by key).
-    public var partition: Int32?
-    /// The key bytes, or `nil` for none.
-    public var key: [UInt8]?
-    /// The value bytes, or `nil` for a null value.
-    public var value: [UInt8]?
-    /// The headers.
-    public var headers: [KafkaHeader]
-
-    /// Creates a record to produce.
-    public init(topic: String, partition: Int32? = nil, key: [UInt8]? = nil, value: [UInt8]?, headers: [KafkaHeader] = []) {
-        self.topic = topic
-        self.partition = partition
-        self.key = key
-        self.value = value
-        self.headers = headers
-    }
-}
-
-/// The broker's acknowledgement of one produced record, or the reason it failed.
-public struct KafkaDeliveryReport: Sendable {
-    /// The caller's token given to ``KafkaProducer/produce(_:token:)``.
-    public var token: UInt64
-    /// Where the record was written; the offset is -1 when librdkafka does not know it (e.g. retried
-    /// idempotent messages).
-    public var topicPartition: TopicPartition
-    /// The offset written, or -1 if unknown.
-    public var offset: Int64
-    /// `nil` when the broker acknowledged the record; otherwise why it was not delivered.
-    public var error: KafkaError?
-}

@@ -182,3 +182,6 @@ public struct KafkaStatistics: Sendable, Equatable {
         int64(object, key).map { Int(truncatingIfNeeded: $0) }
     }
 }
+
+/// Receives librdkafka's statistics reports, parsed (see ``KafkaStatistics``).
+public typealias KafkaStatisticsHandler = @Sendable (KafkaStatistics) -> Void
