@@ -2,46 +2,6 @@ import CMicroHTTPD
 import Foundation
 import Synchronization
 
-/// A request as an endpoint handler sees it.
-public struct EndpointRequest: Sendable, Equatable {
-    /// `GET` or `HEAD` (other methods are answered 405 before any handler runs).
-    public var method: String
-    /// The path, without the query string, e.g. `/metrics`.
-    public var path: String
-
-    /// Creates a request.
-    public init(method: String, path: String) {
-        self.method = method
-        self.path = path
-    }
-}
-
-/// An endpoint's answer. For a `HEAD` request the body is not sent; its length is.
-public struct EndpointResponse: Sendable, Equatable {
-    /// The HTTP status code, e.g. 200 or 503.
-    public var status: Int
-    /// The `Content-Type` header.
-    public var contentType: String
-    /// The body bytes.
-    public var body: [UInt8]
-
-    /// Creates a response.
-    public init(status: Int, contentType: String, body: [UInt8]) {
-        self.status = status
-        self.contentType = contentType
-        self.body = body
-    }
-
-    /// A text response (`text/plain; charset=utf-8` unless `contentType` says otherwise).
-    public init(status: Int, text: String, contentType: String = "text/plain; charset=utf-8") {
-        self.init(status: status, contentType: contentType, body: Array(text.utf8))
-    }
-}
-
-/// Answers one path. Runs on libmicrohttpd's polling thread: it must be quick and synchronous (a snapshot
-/// read of `Mutex`-protected state), never wait for Swift concurrency or other I/O.
-public typealias EndpointHandler = @Sendable (EndpointRequest) -> EndpointResponse
-
 /// A small HTTP/1.1 server for operational endpoints (`/metrics`, `/healthz`, …) on libmicrohttpd (Debian
 /// `libmicrohttpd-dev`), with one internal polling thread.
 ///
@@ -117,58 +77,6 @@ public final class EndpointServer: Sendable {
 
     deinit {
         stop()
-    }
-}
-
-/// What a running daemon holds.
-///
-/// `@unchecked Sendable`: the pointers are read only by ``EndpointServer/stop()``, once, after taking the
-/// handle out of the server's `Mutex`; libmicrohttpd's polling thread uses `logger` and `context` until
-/// `MHD_stop_daemon` returns (it joins that thread), and only then are they freed.
-struct DaemonHandle: @unchecked Sendable {
-    let daemon: OpaquePointer
-    let logger: UnsafeMutablePointer<pushworker_mhd_logger>
-    let context: Unmanaged<ServerContext>
-}
-
-/// The routing table and the log of one server, reached from C through the `cls` pointers.
-final class ServerContext: Sendable {
-    let routes: [String: EndpointHandler]
-    let log: (@Sendable (String) -> Void)?
-    /// Messages logged while starting (they explain a failure), and errno at the last one.
-    private let startup = Mutex<(starting: Bool, messages: [String], errorNumber: Int32)>((true, [], 0))
-
-    init(routes: [String: EndpointHandler], log: (@Sendable (String) -> Void)?) {
-        self.routes = routes
-        self.log = log
-    }
-
-    func logged(_ message: String, errorNumber: Int32) {
-        let kept = startup.withLock { state -> Bool in
-            guard state.starting else { return false }
-            state.messages.append(message)
-            state.errorNumber = errorNumber
-            return true
-        }
-        if !kept { log?(message.trimmingCharacters(in: .whitespacesAndNewlines)) }
-    }
-
-    func finishStarting() -> (messages: [String], errorNumber: Int32) {
-        startup.withLock { state in
-            state.starting = false
-            defer { state.messages = [] }
-            return (state.messages, state.errorNumber)
-        }
-    }
-
-    func respond(method: String, path: String) -> (EndpointResponse, allow: Bool) {
-        guard let handler = routes[path] else {
-            return (EndpointResponse(status: 404, text: "not found; try \(routes.keys.sorted().joined(separator: ", "))\n"), false)
-        }
-        guard method == "GET" || method == "HEAD" else {
-            return (EndpointResponse(status: 405, text: "method \(method) not allowed; use GET or HEAD\n"), true)
-        }
-        return (handler(EndpointRequest(method: method, path: path)), false)
     }
 }
 
