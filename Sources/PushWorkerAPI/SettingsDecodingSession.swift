@@ -95,13 +95,3 @@ final class SettingsDecodingSession {
         return WorkerSettingsError(.typeMismatch, key: path(codingPath), "must be \(expected), got \(Self.describe(value))")
     }
 }
-
-/// The coding key of a list element (shown as `[index]` in paths).
-struct SettingsIndexKey: CodingKey {
-    let index: Int
-    init(_ index: Int) { self.index = index }
-    init?(stringValue: String) { nil }
-    init?(intValue: Int) { self.index = intValue }
-    var stringValue: String { "[\(index)]" }
-    var intValue: Int? { index }
-}
