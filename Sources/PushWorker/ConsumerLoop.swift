@@ -207,7 +207,10 @@ final class ConsumerLoop: Sendable {
             if paused { consumer.pause(partitions) } else { consumer.resume(partitions) }
             logger.info("partitions assigned", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
         case .revoking(let partitions):
-            logger.info("partitions revoked: finishing their running jobs", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
+            // On a fast stop the running jobs have been (or are being) cut short: say so, not "finishing".
+            logger.info(stopNow() ? "partitions revoked: the service is stopping now, running jobs were cut short without a result"
+                                  : "partitions revoked: finishing their running jobs",
+                        metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
             takeBack(partitions)
             let closing = state.withLock { $0.closing }
             let deadline = ContinuousClock.now.advanced(by: .milliseconds(closing ? 0 : drainTimeoutMs))

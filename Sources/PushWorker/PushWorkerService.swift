@@ -129,9 +129,12 @@ public final class PushWorkerService: Sendable {
     ///
     /// Only the service's own tasks are cancelled: a graceful stop (``shutdown()``) never cancels a job
     /// before its deadline.
-    /// - Throws: ``EndpointServerError`` if the HTTP server cannot listen (e.g. its port is in use; the
-    ///   message names the port and the settings to change), ``KafkaError`` if the clients cannot be created
-    ///   or a fatal client error happens.
+    /// - Throws: ``ConfigurationError`` before anything starts when the registry does not match the
+    ///   configuration (``ServiceConfiguration/checkRoutes(_:)``: a worker for a type not in `permittedTypes`,
+    ///   a permitted type without a worker, a `workerSettings` section no registered worker read), as
+    ///   `pushworker run` refuses to start; ``EndpointServerError`` if the HTTP server cannot listen (e.g. its
+    ///   port is in use; the message names the port and the settings to change), ``KafkaError`` if the
+    ///   clients cannot be created or a fatal client error happens.
     public func run() async throws {
         try await withTaskCancellationHandler {
             try await runUntilStopped()
@@ -149,6 +152,9 @@ public final class PushWorkerService: Sendable {
     }
 
     private func runUntilStopped() async throws {
+        // What `pushworker run` checks before it builds the service, checked here too for programs that
+        // build it themselves: a wrong route or an unread settings section is refused, never found later.
+        try configuration.checkRoutes(registry)
         if stopNowRequested.load(ordering: .acquiring) { return }
         // Built once per run; it always sets auto.offset.reset (the user's value, else pushworker's earliest).
         let consumerProperties = configuration.consumerProperties

@@ -20,6 +20,9 @@ public struct WorkerSettingsError: Error, CustomStringConvertible, Sendable, Equ
         public static let invalidValue = Code("invalidValue")
         /// The JSON5 text of ``WorkerSettings/init(json5:)`` does not parse.
         public static let syntax = Code("syntax")
+        /// The settings decoded, but the worker's `init(settings:)` refused them
+        /// (``WorkerRegistry/register(_:type:section:name:budget:maxConcurrent:)``); the message is its error.
+        public static let refusedByWorker = Code("refusedByWorker")
     }
 
     /// The kind of failure.

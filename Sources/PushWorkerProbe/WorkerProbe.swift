@@ -40,7 +40,9 @@ public enum WorkerProbe {
     ///   - payload: the record value (a JSON object).
     ///   - type: the job's `type` (default: the payload's string `type`, if any).
     ///   - key: the ordering key, if any.
-    ///   - headers: record headers (e.g. `apns-id`, `traceparent`).
+    ///   - headers: record headers as text, name to value (e.g. `apns-id`, `traceparent`), given to the job
+    ///     in name order; for duplicates, their order, null or non-UTF-8 values use
+    ///     ``run(_:payload:type:key:recordHeaders:budget:)``.
     ///   - budget: the worker's budget (default 30 s).
     /// - Returns: the outcome with its timings.
     public static func run(
@@ -51,14 +53,43 @@ public enum WorkerProbe {
         headers: [String: String] = [:],
         budget: Duration = .seconds(30)
     ) async -> ExecutionReport {
+        await run(worker, payload: payload, type: type, key: key,
+                  recordHeaders: RecordHeaders(headers.sorted { $0.key < $1.key }.map { RecordHeader(name: $0.key, string: $0.value) }),
+                  budget: budget)
+    }
+
+    /// Builds a job as the service would for a record of `payload` with exactly these headers (order,
+    /// duplicates, null and non-UTF-8 values kept) and runs `worker` on it under `budget`.
+    /// ```swift
+    /// let report = await WorkerProbe.run(worker, payload: push, recordHeaders: [
+    ///     RecordHeader(name: "x-tenant", string: "a"), RecordHeader(name: "x-tenant", string: "b"),
+    ///     RecordHeader(name: "x-blob", value: [0xFF, 0x00]),
+    /// ])
+    /// ```
+    /// - Parameters:
+    ///   - payload: the record value (a JSON object).
+    ///   - type: the job's `type` (default: the payload's string `type`, if any).
+    ///   - key: the ordering key, if any.
+    ///   - recordHeaders: the record headers. The first `apns-id` that is non-empty UTF-8 is the job's
+    ///     `messageId` (else `probe-0-0`); the first `traceparent`'s bytes are its `traceparentHeader`.
+    ///   - budget: the worker's budget (default 30 s).
+    /// - Returns: the outcome with its timings.
+    public static func run(
+        _ worker: any Worker,
+        payload: String,
+        type: String? = nil,
+        key: String? = nil,
+        recordHeaders: RecordHeaders,
+        budget: Duration = .seconds(30)
+    ) async -> ExecutionReport {
         let value = Array(payload.utf8)
         let payloadType = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(value)))?["type"]?.stringValue
-        let job = Job(
-            messageId: headers["apns-id"] ?? "probe-0-0", type: type ?? payloadType, value: value,
-            key: key.map { Array($0.utf8) },
-            headers: RecordHeaders(headers.sorted { $0.key < $1.key }.map { RecordHeader(name: $0.key, string: $0.value) }),
-            source: RecordSource(topic: "probe", partition: 0, offset: 0),
-            traceparent: headers["traceparent"])
+        let messageId = recordHeaders.string(named: "apns-id").flatMap { $0.isEmpty ? nil : $0 } ?? "probe-0-0"
+        var job = Job(
+            messageId: messageId, type: type ?? payloadType, value: value,
+            key: key.map { Array($0.utf8) }, headers: recordHeaders,
+            source: RecordSource(topic: "probe", partition: 0, offset: 0))
+        job.traceparentHeader = recordHeaders.bytes(named: "traceparent")
         return await BudgetedExecutor().run(job, on: RegisteredWorker(name: "probe", worker: worker, budget: budget))
     }
 }

@@ -52,7 +52,15 @@ struct GreetingWorker: ConfigurableWorker {
         #expect(registry.route(type: "greet") == nil)
 
         var refusing = WorkerRegistry(workerSettings: try WorkerSettings(json5: #"{ greet: { greeting: "hi", repeats: 0 } }"#))
-        #expect(throws: TooFewRepeats.self) { try refusing.register(GreetingWorker.self, type: "greet") }
+        // The worker's own refusal names the section it came from.
+        do {
+            try refusing.register(GreetingWorker.self, type: "greet")
+            Issue.record("a refusing init registered a worker")
+        } catch let error as WorkerSettingsError {
+            #expect(error.code == .refusedByWorker)
+            #expect(error.key == "workerSettings.greet")
+            #expect(error.description == "config key 'workerSettings.greet': GreetingWorker refused these settings: TooFewRepeats()")
+        }
         #expect(refusing.route(type: "greet") == nil)
     }
 

@@ -30,6 +30,24 @@ struct WorkerProbeTests {
         #expect(report.outcome == .newData)
     }
 
+    @Test func recordHeadersReachTheJobExactly() async {
+        let blob: [UInt8] = [0xFF, 0x00, 0x41]
+        let report = await WorkerProbe.run(ClosureWorker { job in
+            #expect(job.messageId == "m-2")
+            #expect(job.headers.values(named: "x-tenant") == [Array("b".utf8), Array("a".utf8)])
+            #expect(job.headers.bytes(named: "x-blob") == blob)
+            #expect(job.headers["x-null"] != nil && job.headers.bytes(named: "x-null") == nil)
+            #expect(job.traceContext?.traceId == "4bf92f3577b34da6a3ce929d0e0e4736")
+            return .newData
+        }, payload: #"{"aps":{"content-available":1}}"#, recordHeaders: [
+            RecordHeader(name: "x-tenant", string: "b"), RecordHeader(name: "apns-id", string: "m-2"),
+            RecordHeader(name: "x-tenant", string: "a"), RecordHeader(name: "x-blob", value: blob),
+            RecordHeader(name: "x-null", value: nil),
+            RecordHeader(name: "traceparent", string: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"),
+        ])
+        #expect(report.outcome == .newData)
+    }
+
     @Test func aShortBudgetTimesOut() async {
         let report = await WorkerProbe.run(NoopWorker(outcome: .newData, delay: .seconds(5)),
                                            payload: #"{"aps":{"content-available":1}}"#, budget: .milliseconds(100))

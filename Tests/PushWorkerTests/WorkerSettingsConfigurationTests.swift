@@ -53,6 +53,29 @@ struct CacheSettings: Decodable, Sendable {
         try plain.checkRoutes(plain.makeRegistry())
     }
 
+    /// A program that builds the service itself gets the same refusals as `pushworker run`, from `run()`,
+    /// before it connects (the bootstrap server here does not exist, so only the check can end it at once).
+    @Test(.timeLimit(.minutes(1))) func runRefusesAnUnreadSectionAndAStrayRouteBeforeConnecting() async throws {
+        var configuration = try Self.load(Self.file)
+        configuration.kafka["bootstrap.servers"] = "127.0.0.1:1"
+        configuration.httpServer.enabled = false
+        let unread = PushWorkerService(configuration: configuration)
+        await #expect(throws: ConfigurationError.self) { try await unread.run() }
+
+        var permitted = try Self.load("{ permittedTypes: [\"ping\"] }")
+        permitted.kafka["bootstrap.servers"] = "127.0.0.1:1"
+        permitted.httpServer.enabled = false
+        var registry = permitted.makeRegistry()
+        registry.register(type: "pong", worker: NoopWorker())
+        let stray = PushWorkerService(configuration: permitted, registry: registry)
+        do {
+            try await stray.run()
+            Issue.record("run() started with a route that is not permitted")
+        } catch let error as ConfigurationError {
+            #expect(error.key == "permittedTypes")
+        }
+    }
+
     @Test func aSectionNoWorkerReadsIsRefusedWithItsPath() throws {
         let configuration = try Self.load(Self.file)
         let unread = try #require(Self.error { try configuration.checkRoutes(configuration.makeRegistry()) })
