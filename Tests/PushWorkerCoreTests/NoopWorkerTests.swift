@@ -43,7 +43,9 @@ import Testing
         let report = await executor.run(makeJob(), on: RegisteredWorker(
             name: "noop", worker: NoopWorker(outcome: .newData, delay: .seconds(20)), budget: .milliseconds(200)))
         #expect(report.outcome.reason?.rawValue == "timeout")
-        #expect(elapsedMs(since: start) < 5000, "reported at the budget, not after the 20 s delay")
+        // Well below the 20 s delay; the report itself resumes on the cooperative pool, which parallel tests
+        // under AddressSanitizer kept busy for 6 s once on 2 cores.
+        #expect(elapsedMs(since: start) < 15_000, "reported at the budget, not after the 20 s delay")
         // It stopped at cancellation: it is not counted as ignoring it, even past the cancellation grace.
         try await Task.sleep(for: .seconds(5) + .milliseconds(300))
         #expect(executor.ignoredCancellationCount == 0)
