@@ -14,7 +14,7 @@ public struct DedupeConfiguration: Sendable, Equatable {
     public static let defaultMaxEntries = 100_000
     /// The largest window that takes effect: 2 147 483 647 ms (about 24.8 days), as the file accepts.
     public static let maxWindow: Duration = .milliseconds(2_147_483_647)
-    /// The largest ``maxEntries`` that takes effect: 10 000 000 (about 2 GB of memory).
+    /// The largest ``maxEntries`` that takes effect: 10 000 000 (about 2.5 GB of memory).
     public static let maxEntriesLimit = 10_000_000
 
     /// How long after the first record with an `apns-id` a repeat is a duplicate (file `dedupe.windowMs`,
@@ -22,8 +22,9 @@ public struct DedupeConfiguration: Sendable, Equatable {
     /// Takes effect clamped to 1 ms … ``maxWindow``, in whole milliseconds.
     public var window: Duration
     /// The most `apns-id`s remembered (file `dedupe.maxEntries`; default 100 000): when full, the oldest is
-    /// forgotten first, even inside its window. Each costs about 200 bytes plus the `apns-id`'s length
-    /// beyond 36 bytes. Takes effect clamped to 1 … ``maxEntriesLimit``.
+    /// forgotten first, even inside its window. Each costs about 250 bytes for a 36-byte `apns-id` (a UUID:
+    /// the id's own array, a dictionary slot, a queue slot), plus its length beyond 36 bytes. Takes effect
+    /// clamped to 1 … ``maxEntriesLimit``.
     public var maxEntries: Int
 
     /// Creates a dedupe configuration.
