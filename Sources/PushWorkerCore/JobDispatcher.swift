@@ -18,8 +18,11 @@ import Synchronization
 /// - Dedupe (when `dedupe` is set): a record repeating the `apns-id` of one taken within the window gets
 ///   `noData` / `duplicate` naming the first (``DedupeConfiguration`` says what counts as a repeat).
 ///
-/// `onResult` is called on the submitting thread for records rejected before routing, and on the
-/// executor's threads for worker results. It must not block.
+/// `onResult` is called on the submitting thread for records rejected before routing, duplicates and
+/// collapsed records, and on the executor's threads for worker results. It must not block.
+///
+/// Records without `apns-collapse-id` (or without a key) and, with dedupe off, all records cost nothing
+/// extra: the collapse index and the dedupe window are only touched for records that carry the headers.
 public final class JobDispatcher: Sendable {
     /// A routed job waiting for, or holding, a slot.
     struct Pending: Sendable {
