@@ -89,11 +89,6 @@ public final class JobDispatcher: Sendable {
             return collapsed.remove(pending.ticket) != nil
         }
 
-        /// Whether `pending` was collapsed while it waited (without forgetting it).
-        func isCollapsed(_ pending: Pending) -> Bool {
-            pending.ticket != 0 && collapsed.contains(pending.ticket)
-        }
-
         /// Forgets `pending` as the newest waiting job of its collapse key (it starts or is taken back).
         mutating func leaveCollapsible(_ pending: Pending) {
             guard let collapseKey = pending.collapseKey, collapsible[collapseKey]?.ticket == pending.ticket else { return }
