@@ -127,4 +127,17 @@ struct JobDispatcherDedupeTests {
         #expect(await idle(dispatcher))
         #expect(runs.started.value == [0, 2])
     }
+
+    @Test func aFirstRecordAnsweredAtOnceWithFailedLeavesTheWindow() async throws {
+        let collector = ResultCollector()
+        var registry = WorkerRegistry()
+        // A noop worker without delay answers inside submit (no task): its failed outcome is known there.
+        registry.register(type: "work", worker: NoopWorker(outcome: WorkerOutcome(.failed, reason: "down")))
+        registry.register(type: "fine", worker: NoopWorker(outcome: WorkerOutcome(.newData)))
+        let dispatcher = JobDispatcher(registry: registry, maxInFlight: 4, executor: BudgetedExecutor(), dedupe: DedupeConfiguration(), onResult: collector.onResult)
+        dispatcher.submit([record(0, apnsId: "m-1"), record(1, apnsId: "m-1"), record(2, apnsId: "m-2", type: "fine"), record(3, apnsId: "m-2", type: "fine")])
+        #expect(await idle(dispatcher))
+        #expect(collector.result(offset: 1)?.reason?.rawValue == "down", "the repeat of a failed first runs")
+        #expect(collector.result(offset: 3)?.reason == .duplicate, "the repeat of a successful first does not")
+    }
 }
