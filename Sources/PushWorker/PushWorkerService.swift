@@ -277,7 +277,8 @@ public final class PushWorkerService: Sendable {
             })
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
-            maxInFlight: configuration.maxInFlight, executor: executor) { [logger, deadLetter = configuration.deadLetter] result, input in
+            maxInFlight: configuration.maxInFlight, executor: executor,
+            collapse: configuration.collapse, dedupe: configuration.dedupe) { [logger, deadLetter = configuration.deadLetter] result, input in
                 if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
                 // One line per result at debug level (built only when debug is on).
                 logger.debug("result", metadata: Self.metadata(of: result))
@@ -298,6 +299,7 @@ public final class PushWorkerService: Sendable {
             guard let metrics, let dispatcher, let tracker, let publisher else { return }
             metrics.jobsInFlight.set(Double(dispatcher.runningCount))
             metrics.recordsBuffered.set(Double(tracker.outstanding))
+            metrics.dedupeEntries.set(Double(dispatcher.dedupeEntryCount))
             metrics.resultsWaiting.set(Double(publisher.unacknowledged))
             metrics.oldestUnacknowledgedAge.set(publisher.oldestUnacknowledgedAge.map { Double($0.wholeMilliseconds) / 1000 } ?? 0)
         }
@@ -322,6 +324,8 @@ public final class PushWorkerService: Sendable {
             "deadLetterReasons": configuration.deadLetter.map { $0.reasons?.joined(separator: ",") ?? "(every failed result)" } ?? "(off)",
             "bootstrap.servers": configuration.bootstrapServers,
             "workers": registry.types.joined(separator: ","), "maxInFlight": String(configuration.maxInFlight),
+            "collapse": configuration.collapse ? "on" : "off",
+            "dedupe": configuration.dedupe.map { "window \($0.effectiveWindowMs) ms, at most \($0.effectiveMaxEntries) apns-ids" } ?? "(off)",
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }
         let failure: Error?

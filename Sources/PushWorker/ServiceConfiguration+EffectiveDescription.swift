@@ -69,6 +69,10 @@ extension ServiceConfiguration {
             "deadLetter": deadLetter.map { deadLetter in
                 .object(["topic": .string(deadLetter.topic), "reasons": deadLetter.reasons.map { .array($0.map(JSONValue.string)) } ?? .null])
             } ?? .null,
+            "collapse": .bool(collapse),
+            "dedupe": dedupe.map { dedupe in
+                .object(["windowMs": .int(dedupe.effectiveWindowMs), "maxEntries": .int(Int64(dedupe.effectiveMaxEntries))])
+            } ?? .null,
             "maxInFlight": .int(Int64(maxInFlight)),
             "maxBufferedRecords": .int(Int64(maxBufferedRecords)),
             "maxPayloadBytes": .int(Int64(maxPayloadBytes)),

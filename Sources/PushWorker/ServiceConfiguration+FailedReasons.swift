@@ -5,5 +5,5 @@ extension ServiceConfiguration {
     static let failedReasons = [ResultReason.payloadTooLarge, .invalidPayload, .workerError, .timeout].map(\.rawValue)
     /// Result names and pushworker's `noData` reasons: never the reason of a `failed` result.
     static let neverFailedReasons: Set<String> = Set(
-        [ResultReason.notSilent, .expired, .noWorker].map(\.rawValue) + BackgroundFetchResult.allCases.map(\.rawValue))
+        [ResultReason.notSilent, .expired, .noWorker, .collapsed, .duplicate].map(\.rawValue) + BackgroundFetchResult.allCases.map(\.rawValue))
 }

@@ -58,6 +58,16 @@ extension ServiceConfiguration {
             deadLetter = DeadLetterConfiguration(topic: topic, reasons: reasons)
             try section.finish()
         }
+        if let value = try reader.bool("collapse") { collapse = value }
+        if var section = try reader.object("dedupe") {
+            var settings = DedupeConfiguration()
+            if let value = try section.int("windowMs", min: 1, max: 2_147_483_647) { settings.window = .milliseconds(value) }
+            if let value = try section.int("maxEntries", min: 1, max: DedupeConfiguration.maxEntriesLimit) { settings.maxEntries = value }
+            // The section turns dedupe on; `enabled: false` keeps its settings written down but off.
+            let enabled = try section.bool("enabled") ?? true
+            dedupe = enabled ? settings : nil
+            try section.finish()
+        }
         if let value = try reader.int("maxInFlight", min: 1) { maxInFlight = value }
         if let value = try reader.int("maxBufferedRecords", min: 1) { maxBufferedRecords = value }
         if let value = try reader.int("maxPayloadBytes", min: 1) { maxPayloadBytes = value }

@@ -24,6 +24,14 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var deadLetter: DeadLetterConfiguration?
     /// The topics the service writes: ``resultsTopic``, then the ``deadLetter`` topic when one is set.
     public var outputTopics: [String] { [resultsTopic] + (deadLetter.map { [$0.topic] } ?? []) }
+    /// Whether waiting records of one key with the same `apns-collapse-id` collapse to the newest (file
+    /// `collapse`): the older ones get `noData` / `collapsed` without running. Default `true` (APNs's own
+    /// behaviour for the header); records without the header or without a key are never collapsed.
+    public var collapse = true
+    /// The `apns-id` dedupe window (file `dedupe`), or `nil` (the default): no dedupe. When set, a record
+    /// repeating the `apns-id` of one taken within the window gets `noData` / `duplicate` without running
+    /// (see ``DedupeConfiguration`` for what counts as a repeat, and what restarts and rebalances forget).
+    public var dedupe: DedupeConfiguration?
     /// The most workers running at once. Default 1024.
     public var maxInFlight = 1024
     /// Records taken but not yet finished (waiting, running or with results not yet acknowledged) above

@@ -19,6 +19,7 @@ final class ServiceMetrics: Sendable {
     let workerDuration: MetricHistogram
     let jobsInFlight: MetricGauge
     let recordsBuffered: MetricGauge
+    let dedupeEntries: MetricGauge
     let timeouts: MetricCounter
     let cancellationIgnored: MetricCounter
     let deliveryRetries: MetricCounter
@@ -72,6 +73,7 @@ final class ServiceMetrics: Sendable {
             labels: ["type"], buckets: MetricHistogram.durationBuckets)
         jobsInFlight = try r.gauge("pushworker_jobs_in_flight", help: "Workers running now.")
         recordsBuffered = try r.gauge("pushworker_records_buffered", help: "Records taken but unfinished: waiting, running, or with a result not yet acknowledged.")
+        dedupeEntries = try r.gauge("pushworker_dedupe_entries", help: "apns-ids remembered by the dedupe window (0 when dedupe is off); at most dedupe.maxEntries.")
         timeouts = try r.counter("pushworker_timeouts_total", help: "Worker runs that reached their budget and were cancelled, by payload type.", labels: ["type"])
         cancellationIgnored = try r.counter(
             "pushworker_cancellation_ignored_total",

@@ -25,4 +25,10 @@ public struct ResultReason: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let workerError = ResultReason("workerError")
     /// The worker outlived its budget.
     public static let timeout = ResultReason("timeout")
+    /// A newer record with the same key and `apns-collapse-id` arrived while this one waited (result
+    /// `noData`): only the newest of them runs, as APNs delivers only the newest notification of a collapse id.
+    public static let collapsed = ResultReason("collapsed")
+    /// The record repeats the `apns-id` of a record taken earlier within the dedupe window (result
+    /// `noData`): that notification runs once.
+    public static let duplicate = ResultReason("duplicate")
 }

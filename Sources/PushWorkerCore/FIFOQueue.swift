@@ -6,6 +6,9 @@ struct FIFOQueue<Element> {
     var isEmpty: Bool { head == storage.count }
     var count: Int { storage.count - head }
 
+    /// The front element, or `nil` when empty.
+    var first: Element? { head < storage.count ? storage[head] : nil }
+
     mutating func append(_ element: Element) { storage.append(element) }
 
     mutating func popFirst() -> Element? {

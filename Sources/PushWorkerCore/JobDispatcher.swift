@@ -10,9 +10,19 @@ import Synchronization
 /// - Every submitted record yields exactly one ``ResultRecord`` through `onResult`, with the
 ///   ``InputRecord`` it answers (for a dead-letter copy), unless it is taken back with
 ///   ``discardWaiting(where:)`` before its worker starts, or cut short by ``stopNow()``.
+/// - Collapse (on unless `collapse` is false): a record with a key and an `apns-collapse-id` that arrives
+///   while an older record with the same key and collapse id waits (not started) replaces it: the older one
+///   gets `noData` / `collapsed` at once and the newer one waits at the back of the key's line, so the key's
+///   records still run in offset order. A running job is never collapsed; records without a key never are
+///   (the key plays the part of APNs's device token).
+/// - Dedupe (when `dedupe` is set): a record repeating the `apns-id` of one taken within the window gets
+///   `noData` / `duplicate` naming the first (``DedupeConfiguration`` says what counts as a repeat).
 ///
-/// `onResult` is called on the submitting thread for records rejected before routing, and on the
-/// executor's threads for worker results. It must not block.
+/// `onResult` is called on the submitting thread for records rejected before routing, duplicates and
+/// collapsed records, and on the executor's threads for worker results. It must not block.
+///
+/// Records without `apns-collapse-id` (or without a key) and, with dedupe off, all records cost nothing
+/// extra: the collapse index and the dedupe window are only touched for records that carry the headers.
 public final class JobDispatcher: Sendable {
     /// A routed job waiting for, or holding, a slot.
     struct Pending: Sendable {
@@ -21,6 +31,13 @@ public final class JobDispatcher: Sendable {
         var receivedAtMs: Int64
         /// The input's `apns-id` header bytes, for the result's headers.
         var apnsIdHeader: [UInt8]?
+        /// The key and `apns-collapse-id` when the job may be collapsed, else `nil`.
+        var collapseKey: CollapseKey?
+        /// The `apns-id` admitted to the dedupe window (forgotten again if the run fails), else `nil`.
+        var dedupeId: [UInt8]?
+        /// Tells a collapsible job from others with its ``collapseKey``: given when it starts waiting, 0
+        /// for jobs that never wait collapsibly.
+        var ticket: UInt64 = 0
         /// The run, made when the job takes its slot (so that ``JobDispatcher/stopNow()`` can cut it short
         /// even before its worker starts).
         var run: WorkerRun?
@@ -31,8 +48,22 @@ public final class JobDispatcher: Sendable {
         }
     }
 
+    /// The Kafka key and `apns-collapse-id` of a collapsible job.
+    struct CollapseKey: Hashable, Sendable {
+        var key: [UInt8]
+        var collapseId: [UInt8]
+    }
+
     private struct State {
         var running = 0
+        /// The newest waiting (not started) job of each collapse key.
+        var collapsible: [CollapseKey: Pending] = [:]
+        /// Tickets of jobs collapsed while they waited: their results are out; they still sit in a queue
+        /// (``keyQueues``, ``ready`` or ``blocked``) and are skipped when they reach its front.
+        var collapsed: Set<UInt64> = []
+        var lastTicket: UInt64 = 0
+        /// The `apns-id`s taken within the dedupe window, or `nil` when dedupe is off.
+        var dedupe: DedupeWindow?
         /// Keys with a job running or waiting; each holds the jobs queued behind the running one.
         var keyQueues: [[UInt8]: FIFOQueue<Pending>] = [:]
         /// Jobs whose key is free, waiting for a slot.
@@ -52,8 +83,32 @@ public final class JobDispatcher: Sendable {
             return runningByWorker[pending.worker.name, default: 0] < limit
         }
 
+        /// Whether `pending` was collapsed while it waited (then it is forgotten here: it must not start).
+        mutating func takeCollapsed(_ pending: Pending) -> Bool {
+            guard pending.ticket != 0, !collapsed.isEmpty else { return false }
+            return collapsed.remove(pending.ticket) != nil
+        }
+
+        /// Forgets `pending` as the newest waiting job of its collapse key (it starts or is taken back).
+        mutating func leaveCollapsible(_ pending: Pending) {
+            guard let collapseKey = pending.collapseKey, collapsible[collapseKey]?.ticket == pending.ticket else { return }
+            collapsible[collapseKey] = nil
+        }
+
+        /// Hands `key`, held by a job that no longer holds it (finished, cut short, taken back, or collapsed
+        /// while it held the key), to the next job queued behind it (skipping collapsed ones), or frees it.
+        mutating func passKey(_ key: [UInt8]) {
+            while let next = keyQueues[key]?.popFirst() {
+                if takeCollapsed(next) { continue }
+                enqueue(next)
+                return
+            }
+            keyQueues[key] = nil
+        }
+
         /// Gives `pending` a slot and its run; returns it with the run.
         mutating func markStarted(_ pending: Pending) -> Pending {
+            if pending.ticket != 0 { leaveCollapsible(pending) }
             running += 1
             if pending.worker.maxConcurrent != nil { runningByWorker[pending.worker.name, default: 0] += 1 }
             var started = pending
@@ -87,6 +142,11 @@ public final class JobDispatcher: Sendable {
         mutating func fillSlots(maxInFlight: Int) -> [Pending] {
             var toStart: [Pending] = []
             while !stopped, running < maxInFlight, let next = ready.popFirst() {
+                if takeCollapsed(next) {
+                    // It held its key: the job behind it takes its turn.
+                    if let key = next.job.key { passKey(key) }
+                    continue
+                }
                 guard workerHasRoom(next) else {
                     blocked[next.worker.name, default: FIFOQueue()].append(next)
                     continue
@@ -103,6 +163,11 @@ public final class JobDispatcher: Sendable {
     private let validator: PayloadValidator
     private let executor: BudgetedExecutor
     private let maxInFlight: Int
+    private let collapse: Bool
+    /// Whether dedupe is on (read without the lock).
+    private let dedupes: Bool
+    /// The monotonic origin of the dedupe window's times.
+    private let clockOrigin = ContinuousClock.now
     private let onResult: @Sendable (ResultRecord, InputRecord) -> Void
 
     /// Creates a dispatcher.
@@ -111,20 +176,31 @@ public final class JobDispatcher: Sendable {
     ///   - validator: the payload checks (payload size limit).
     ///   - maxInFlight: the most workers running at once (at least 1).
     ///   - executor: runs workers under their budgets.
+    ///   - collapse: whether waiting records of one key with the same `apns-collapse-id` collapse to the
+    ///     newest (default `true`).
+    ///   - dedupe: the `apns-id` dedupe window, or `nil` (the default) for none.
     ///   - onResult: receives every result and the input record it answers.
     public init(
         registry: WorkerRegistry,
         validator: PayloadValidator = PayloadValidator(),
         maxInFlight: Int,
         executor: BudgetedExecutor,
+        collapse: Bool = true,
+        dedupe: DedupeConfiguration? = nil,
         onResult: @escaping @Sendable (ResultRecord, InputRecord) -> Void
     ) {
         self.registry = registry
         self.validator = validator
         self.executor = executor
         self.maxInFlight = max(1, maxInFlight)
+        self.collapse = collapse
+        self.dedupes = dedupe != nil
         self.onResult = onResult
+        if let dedupe { state.withLock { $0.dedupe = DedupeWindow(dedupe) } }
     }
+
+    /// The `apns-id`s remembered by the dedupe window now (0 when dedupe is off).
+    public var dedupeEntryCount: Int { state.withLock { $0.dedupe?.count ?? 0 } }
 
     /// Workers running now.
     public var runningCount: Int { state.withLock { $0.running } }
@@ -150,10 +226,35 @@ public final class JobDispatcher: Sendable {
         // Immediate jobs whose key is free finish here; they never hold their key, so a later record
         // with the same key finds it free too. Their results go out after the lock, in order.
         var finishedNow: [(Pending, WorkerOutcome)] = []
+        // Duplicates and collapsed jobs, with their results; they go out after the lock.
+        var notRun: [(Pending, ResultRecord)] = []
+        let windowNowMs = clockOrigin.duration(to: now).wholeMilliseconds
         state.withLock { state in
-            for (pending, outcomeNow) in zip(routed, outcomesNow) {
+            for (routedPending, outcomeNow) in zip(routed, outcomesNow) {
+                var pending = routedPending
+                if let id = pending.dedupeId, state.dedupe != nil {
+                    if let first = state.dedupe?.admit(id, source: pending.job.source, nowMs: windowNowMs) {
+                        notRun.append((pending, duplicate(pending, of: first, windowMs: state.dedupe?.windowMs ?? 0)))
+                        continue
+                    }
+                    // A failed first run leaves the window (an immediate outcome is known now).
+                    if let outcomeNow, outcomeNow.result == .failed, pending.job.key.map({ state.keyQueues[$0] == nil }) ?? true {
+                        state.dedupe?.forget(id, ifFirstIs: pending.job.source)
+                    }
+                }
                 if let key = pending.job.key {
                     if state.keyQueues[key] != nil {
+                        if let collapseKey = pending.collapseKey {
+                            state.lastTicket += 1
+                            pending.ticket = state.lastTicket
+                            // An older job of the collapse key waits (in the key's line or holding the key): it
+                            // is replaced by this newer one.
+                            if let older = state.collapsible.updateValue(pending, forKey: collapseKey) {
+                                state.collapsed.insert(older.ticket)
+                                state.waiting -= 1
+                                notRun.append((older, collapsedResult(older, by: pending)))
+                            }
+                        }
                         state.keyQueues[key]?.append(pending)
                         state.waiting += 1
                         continue
@@ -170,11 +271,18 @@ public final class JobDispatcher: Sendable {
                 if !state.stopped && state.running < maxInFlight && state.workerHasRoom(pending) {
                     toStart.append(state.markStarted(pending))
                 } else {
+                    // It waits holding its key: a newer job of its collapse key may replace it.
+                    if let collapseKey = pending.collapseKey {
+                        state.lastTicket += 1
+                        pending.ticket = state.lastTicket
+                        state.collapsible[collapseKey] = pending
+                    }
                     state.enqueue(pending)
                     state.waiting += 1
                 }
             }
         }
+        for (pending, result) in notRun { onResult(result, pending.input) }
         if !finishedNow.isEmpty {
             let doneMs = WallClock.nowMs()
             for (pending, outcome) in finishedNow {
@@ -195,19 +303,25 @@ public final class JobDispatcher: Sendable {
                 removedReady += state.blocked[name]?.removeAll { matches($0.job.source) } ?? []
                 if state.blocked[name]?.isEmpty == true { state.blocked[name] = nil }
             }
-            var removed = removedReady.map(\.job.source)
+            var removedJobs = removedReady
             for key in Array(state.keyQueues.keys) {
-                removed += state.keyQueues[key]?.removeAll { matches($0.job.source) }.map(\.job.source) ?? []
+                removedJobs += state.keyQueues[key]?.removeAll { matches($0.job.source) } ?? []
+            }
+            // Collapsed jobs taken back already have their results: they are dropped, not returned.
+            var removed: [RecordSource] = []
+            removed.reserveCapacity(removedJobs.count)
+            for pending in removedJobs {
+                if pending.ticket != 0 {
+                    if state.takeCollapsed(pending) { continue }
+                    state.leaveCollapsible(pending)
+                }
+                removed.append(pending.job.source)
             }
             // A discarded ready or blocked job held its key: hand the key to the next job queued behind it,
             // or free it.
             for pending in removedReady {
                 guard let key = pending.job.key else { continue }
-                if let next = state.keyQueues[key]?.popFirst() {
-                    state.enqueue(next)
-                } else {
-                    state.keyQueues[key] = nil
-                }
+                state.passKey(key)
             }
             state.waiting -= removed.count
             let toStart = state.fillSlots(maxInFlight: maxInFlight)
@@ -301,7 +415,13 @@ public final class JobDispatcher: Sendable {
             let job = Job(
                 messageId: messageId, type: type, value: value, key: record.key, headers: record.headers,
                 source: record.source, traceparentHeader: headers.traceparent, attempt: attempt, notStartedAt: now, placeholderMs: nowMs)
-            return .job(Pending(job: job, worker: worker, receivedAtMs: record.receivedAtMs, apnsIdHeader: headers.apnsId))
+            var pending = Pending(job: job, worker: worker, receivedAtMs: record.receivedAtMs, apnsIdHeader: headers.apnsId)
+            if collapse, let collapseId = headers.apnsCollapseId, let key = record.key {
+                pending.collapseKey = CollapseKey(key: key, collapseId: collapseId)
+            }
+            // Redriven and retried records (attempt > 1) are never deduped.
+            if dedupes, attempt == 1, let apnsId = headers.apnsId, !apnsId.isEmpty { pending.dedupeId = apnsId }
+            return .job(pending)
         }
     }
 
@@ -309,8 +429,32 @@ public final class JobDispatcher: Sendable {
         guard let run = pending.run else { return }
         executor.start(pending.job, on: pending.worker, run: run) { [self] report in
             onResult(result(of: pending, report), pending.input)
-            finished(pending)
+            finished(pending, failed: report.outcome.result == .failed)
         }
+    }
+
+    /// The result of a job that did not run: a repeat of the `apns-id` of `first`.
+    private func duplicate(_ pending: Pending, of first: RecordSource, windowMs: Int64) -> ResultRecord {
+        let id = pending.dedupeId.map(PayloadValidator.describeHeader) ?? "''"
+        return notRun(pending, .duplicate, "apns-id \(id) repeats the record at \(first.topic)/\(first.partition) offset \(first.offset), taken within the dedupe window of \(windowMs) ms; only the first runs")
+    }
+
+    /// The result of a job that did not run: replaced, while it waited, by the newer `newer`.
+    private func collapsedResult(_ older: Pending, by newer: Pending) -> ResultRecord {
+        let id = older.collapseKey.map { PayloadValidator.describeHeader($0.collapseId) } ?? "''"
+        let source = newer.job.source
+        return notRun(older, .collapsed, "collapsed by the newer record at \(source.topic)/\(source.partition) offset \(source.offset) with the same key and apns-collapse-id \(id) while this one waited; only the newest runs")
+    }
+
+    /// A `noData` result for a routed job whose worker never starts.
+    private func notRun(_ pending: Pending, _ reason: ResultReason, _ detail: String) -> ResultRecord {
+        let job = pending.job
+        return ResultRecord(
+            messageId: job.messageId, type: job.type, result: .noData, reason: reason,
+            detail: ResultRecord.truncated(detail, toBytes: ResultRecord.maxDetailBytes), worker: nil,
+            attempt: job.attempt, source: job.source, receivedAtMs: pending.receivedAtMs, startedAtMs: nil,
+            finishedAtMs: WallClock.nowMs(), durationMs: 0, key: job.key, apnsIdHeader: pending.apnsIdHeader,
+            traceparentHeader: job.traceparentHeader)
     }
 
     private func result(of pending: Pending, _ report: ExecutionReport) -> ResultRecord {
@@ -324,24 +468,28 @@ public final class JobDispatcher: Sendable {
             durationMs: report.durationMs, key: job.key, apnsIdHeader: pending.apnsIdHeader, traceparentHeader: job.traceparentHeader)
     }
 
-    private func finished(_ pending: Pending) {
+    private func finished(_ pending: Pending, failed: Bool) {
         let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
             state.release(pending)
+            // A failed first run leaves the dedupe window: a later repeat runs.
+            if failed, let id = pending.dedupeId { state.dedupe?.forget(id, ifFirstIs: pending.job.source) }
             let name = pending.worker.name
             if pending.worker.maxConcurrent != nil {
-                // The worker has room again: its longest-waiting blocked job joins the ready line.
-                if let next = state.blocked[name]?.popFirst() {
+                // The worker has room again: its longest-waiting blocked job joins the ready line (a collapsed
+                // one is dropped, and the job behind it in its key's line takes its turn).
+                while let next = state.blocked[name]?.popFirst() {
+                    if state.takeCollapsed(next) {
+                        if let key = next.job.key { state.passKey(key) }
+                        continue
+                    }
                     state.ready.append(next)
-                    if state.blocked[name]?.isEmpty == true { state.blocked[name] = nil }
+                    break
                 }
+                if state.blocked[name]?.isEmpty == true { state.blocked[name] = nil }
             }
             if let key = pending.job.key {
-                if let next = state.keyQueues[key]?.popFirst() {
-                    // The key's next job moves to the back of the ready line; it waits no longer for its key.
-                    state.enqueue(next)
-                } else {
-                    state.keyQueues[key] = nil
-                }
+                // The key's next job moves to the back of the ready line; it waits no longer for its key.
+                state.passKey(key)
             }
             let toStart = state.fillSlots(maxInFlight: maxInFlight)
             guard state.running == 0 && state.waiting == 0 else { return (toStart, []) }

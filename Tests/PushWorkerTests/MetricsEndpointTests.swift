@@ -113,6 +113,7 @@ struct MetricsEndpointTests {
         #expect(metrics[#"pushworker_cancellation_ignored_total{type="slow"}"#] == 0, "the slow worker stops at cancellation")
         #expect(metrics["pushworker_jobs_in_flight"] == 0)
         #expect(metrics["pushworker_records_buffered"] == 0)
+        #expect(metrics["pushworker_dedupe_entries"] == 0)
         #expect(metrics["pushworker_results_waiting"] == 0)
         #expect(metrics["pushworker_result_delivery_retries_total"] == 0)
         #expect(metrics[#"pushworker_rebalances_total{event="assigned"}"#] ?? 0 >= 1)
