@@ -28,8 +28,9 @@ import Testing
         #expect(report.timedOut == false)
         #expect(report.startedAtMs >= before)
         #expect(report.finishedAtMs >= report.startedAtMs)
+        // At least the worker's own 20 ms; no upper bound in wall time (a loaded machine resumes the sleep
+        // late, up to 7 s once): `timedOut == false` already says it ended within its budget.
         #expect(report.durationMs >= 15)
-        #expect(report.durationMs < 5000)
         #expect(executor.timeoutCount == 0)
     }
 
