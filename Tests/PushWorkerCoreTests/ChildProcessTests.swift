@@ -200,12 +200,16 @@ struct ChildProcessTests {
         }
         let grandchild = try #require(pid_t(line), "no grandchild pid: \(line)")
         #expect(getpgid(grandchild) == child.pid, "the grandchild is in the child's group")
-        #expect(child.signalGroup(SIGKILL))
+        defer {  // cleanup, should the test fail
+            if (try? String(contentsOfFile: "/proc/\(grandchild)/cmdline", encoding: .utf8))?.hasPrefix("sleep\u{0}30") == true { kill(grandchild, SIGKILL) }
+        }
+        let signaled = child.signalGroup(SIGKILL)
+        #expect(signaled)
+        if !signaled { child.signal(SIGKILL) }
         #expect(await child.waitForExit() == .signaled(SIGKILL))
         // The grandchild got it too (once reparented, it is reaped by PID 1 or a subreaper: gone or a zombie).
         let ended = await eventually(timeout: .seconds(5)) { kill(grandchild, 0) != 0 || Self.isZombie(grandchild) }
         #expect(ended, "grandchild \(grandchild) outlived the signal to the group")
-        if !ended { kill(grandchild, SIGKILL) }
     }
 
     static func isZombie(_ pid: pid_t) -> Bool {
