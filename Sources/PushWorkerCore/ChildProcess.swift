@@ -22,7 +22,8 @@ import Glibc
 package final class ChildProcess: Sendable {
     /// What one of the child's standard streams (0, 1, 2) is.
     package enum Stream: Sendable, Equatable {
-        /// This process's own descriptor of the same number (closed there, closed in the child).
+        /// This process's own descriptor of the same number (when it is closed here, it is closed in the
+        /// child too).
         case inherit
         /// `/dev/null`, for reading and writing.
         case nullDevice
