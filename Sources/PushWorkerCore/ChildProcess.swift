@@ -59,7 +59,8 @@ package final class ChildProcess: Sendable {
     package let stderr: OwnedDescriptor?
     private let watch: ChildExitWatch
 
-    /// Starts `program`.
+    /// Starts `program`. A spawn that fails with `ETXTBSY` (the file is open for writing, often only for a
+    /// moment) is retried for up to about 60 ms.
     /// - Parameters:
     ///   - program: a path, or a name without `/` looked up in `searchPath`.
     ///   - arguments: the arguments after `argv[0]`.
@@ -133,10 +134,18 @@ package final class ChildProcess: Sendable {
         let arguments = try CStringArray(argv, program: path)
         let variables = try CStringArray(envp, program: path)
         var child: pid_t = 0
-        let result = arguments.withArray { argv in
-            variables.withArray { envp in
-                posix_spawn(&child, path, actions.pointer, attributes.pointer, argv, envp)
+        var result: Int32 = 0
+        // ETXTBSY: the program file is open for writing somewhere, e.g. in a child another thread has just
+        // forked (it holds a copy of every descriptor until its own exec) while the file was being written
+        // here. That passes within moments: retry a few times (1 + 2 + … + 32 ms at most) before failing.
+        for retry in 0...6 {
+            result = arguments.withArray { argv in
+                variables.withArray { envp in
+                    posix_spawn(&child, path, actions.pointer, attributes.pointer, argv, envp)
+                }
             }
+            guard result == ETXTBSY, retry < 6 else { break }
+            usleep(useconds_t(1000 << retry))
         }
         for end in childEnds { end.close() }
         guard result == 0 else {
