@@ -47,9 +47,10 @@ package struct ChildProcessError: Error, CustomStringConvertible, Sendable, Equa
         self.errorNumber = errorNumber
     }
 
-    /// E.g. `cannot start /bin/x: posix_spawn: Permission denied (errno 13, spawnFailed)`.
+    /// E.g. `cannot start /bin/x: posix_spawn: Permission denied (errno 13, spawnFailed)`; for a failed
+    /// write to a child's pipe (no program named), e.g. `write: Broken pipe (errno 32, descriptorFailed)`.
     package var description: String {
-        var text = "cannot start \(program): \(operation)"
+        var text = program.isEmpty ? operation : "cannot start \(program): \(operation)"
         if let errorNumber {
             text += ": \(String(cString: strerror(errorNumber))) (errno \(errorNumber), \(code))"
         } else {
