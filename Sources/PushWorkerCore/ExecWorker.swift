@@ -74,7 +74,7 @@ public struct ExecWorker: Worker {
 
     /// Why `job` cannot be handed to a program whole, or `nil`: a value of the program's environment that
     /// holds a NUL byte (C strings end there, so the program would see it cut), or a `traceparent` header
-    /// that is not UTF-8 (Foundation passes the environment as text).
+    /// that is not UTF-8 (the environment is passed to the program as text).
     public static func environmentProblem(for job: Job) -> String? {
         if job.messageId.utf8.contains(0) {
             return "the apns-id header holds a NUL byte, which the PUSHWORKER_MESSAGE_ID environment variable cannot carry; the program was not started"
@@ -101,12 +101,7 @@ public struct ExecWorker: Worker {
 
     /// Finds `program` in `PATH` (or returns it as is when it contains `/`).
     public static func resolve(_ program: String, path: String? = ProcessInfo.processInfo.environment["PATH"]) -> String? {
-        if program.contains("/") { return FileManager.default.isExecutableFile(atPath: program) ? program : nil }
-        for directory in (path ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":") {
-            let candidate = "\(directory)/\(program)"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
+        ChildProcess.resolve(program, path: path)
     }
 
     /// Runs the program with the record value on stdin; the outcome follows contract section 6 (exec).
@@ -120,87 +115,76 @@ public struct ExecWorker: Worker {
         guard let program = arguments.first, let path = Self.resolve(program) else {
             throw LaunchError(description: "exec worker: program '\(arguments.first ?? "")' not found or not executable")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = Array(arguments.dropFirst())
-        process.environment = programEnvironment(for: job)
-        if let workingDirectory { process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory) }
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
+        let programArguments = Array(arguments.dropFirst())
+        let environment = programEnvironment(for: job)
+        let workingDirectory = workingDirectory
         let run = ProcessRun()
-        process.terminationHandler = { process in
-            run.finish(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal)
-        }
         try Task.checkCancellation()
         let value = job.value
+        let logger = logger
         // Start the program and do its blocking pipe I/O on a dedicated thread, never on the cooperative
-        // pool. That thread first clears its signal mask: a child inherits the mask of the thread that
-        // starts it, and pushworker's pool threads block SIGTERM (signal handling), which would make the
-        // program deaf to the SIGTERM it gets at its deadline.
-        let launch: Result<pid_t, LaunchError> = await withCheckedContinuation { continuation in
+        // pool. The program starts in a process group of its own, with an empty signal mask and default
+        // signal actions (ChildProcess), whatever this thread blocks and pushworker catches.
+        let launch: Result<ChildProcess, LaunchError> = await withCheckedContinuation { continuation in
             let io = Thread {
-                var none = sigset_t()
-                sigemptyset(&none)
-                pthread_sigmask(SIG_SETMASK, &none, nil)
+                let child: ChildProcess
                 do {
-                    try process.run()
+                    child = try ChildProcess(program: path, arguments: programArguments, environment: environment, workingDirectory: workingDirectory)
                 } catch {
-                    continuation.resume(returning: .failure(LaunchError(description: "exec worker: cannot start \(path): \(error)")))
+                    continuation.resume(returning: .failure(LaunchError(description: "exec worker: \(error)")))
                     return
                 }
-                continuation.resume(returning: .success(process.processIdentifier))
-                Self.logLines(of: stderr.fileHandleForReading, logger: logger, metadata: [
-                    "messageId": job.messageId, "type": job.type ?? "", "program": program,
-                ])
+                continuation.resume(returning: .success(child))
+                if let stderr = child.stderr {
+                    Self.logLines(of: stderr, logger: logger, metadata: [
+                        "messageId": job.messageId, "type": job.type ?? "", "program": program,
+                    ])
+                }
                 // A program that exits without reading stdin must not kill pushworker with SIGPIPE: block it
                 // on this thread only (the write then fails with EPIPE).
                 var pipeSignal = sigset_t()
                 sigemptyset(&pipeSignal)
                 sigaddset(&pipeSignal, SIGPIPE)
                 pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
-                let input = stdin.fileHandleForWriting
-                try? input.write(contentsOf: Data(value))
-                try? input.close()
-                var output = Data()
-                let reader = stdout.fileHandleForReading
-                while let chunk = try? reader.read(upToCount: 16_384), !chunk.isEmpty {
-                    if output.count < Self.maxOutputBytes { output.append(chunk.prefix(Self.maxOutputBytes - output.count)) }
+                if let input = child.stdin {
+                    try? input.write(value)
+                    input.close()
                 }
-                try? reader.close()
+                let output = child.stdout.map { reader in
+                    defer { reader.close() }
+                    return Data(reader.readToEnd(keeping: Self.maxOutputBytes))
+                } ?? Data()
                 run.finish(output: output)
             }
             io.name = "pushworker-exec-io"
             io.start()
         }
-        let pid = try launch.get()
+        let child = try launch.get()
         let grace = terminationGrace
         let (status, signaled, output) = await withTaskCancellationHandler {
-            await run.wait()
+            let termination = await child.waitForExit()
+            switch termination {
+            case let .exited(status): run.finish(status: status, signaled: false)
+            case let .signaled(signal): run.finish(status: signal, signaled: true)
+            case .unknown: run.finish(status: -1, signaled: false)
+            }
+            return await run.wait()
         } onCancel: {
-            // Foundation starts the program as the leader of its own process group: signal the whole
-            // group, so that programs it started stop too.
-            kill(-pid, SIGTERM)
+            // The program leads its own process group: signal the whole group, so that programs it
+            // started stop too.
+            child.signalGroup(SIGTERM)
             Thread.detachNewThread {
                 Thread.sleep(forTimeInterval: grace.timeInterval)
-                kill(-pid, SIGKILL)
+                child.signalGroup(SIGKILL)
             }
         }
-        // Foundation's Process (swift-corelibs-foundation) keeps a reference cycle through its run loop
-        // source that only waitUntilExit() breaks; without it every run leaked the Process, its pipes and
-        // its environment (about 5 KB, found by LeakSanitizer). The termination handler has run, so the
-        // program has exited and this returns at once.
-        if !process.isRunning { process.waitUntilExit() }
         if Task.isCancelled { throw CancellationError() }
         return Self.outcome(status: status, signaled: signaled, stdout: output)
     }
 
     /// Logs each line the program writes to stderr, on a thread of its own, until the pipe closes; at most
     /// ``maxOutputBytes`` are logged, the rest is read and dropped (so the program never blocks on it).
-    static func logLines(of handle: FileHandle, logger: PushWorkerLogger, metadata: [String: String]) {
+    static func logLines(of reader: OwnedDescriptor, logger: PushWorkerLogger, metadata: [String: String]) {
         Thread.detachNewThread {
             var pending = Data()
             var logged = 0
@@ -211,8 +195,8 @@ public struct ExecWorker: Worker {
                 if text.hasSuffix("\r") { text.removeLast() }
                 logger.info(logged > maxOutputBytes ? "\(text) [stderr beyond \(maxOutputBytes) bytes dropped]" : text, metadata: metadata)
             }
-            while case let chunk = handle.availableData, !chunk.isEmpty {
-                pending.append(chunk)
+            while case let chunk = reader.read(upTo: 16_384), !chunk.isEmpty {
+                pending.append(contentsOf: chunk)
                 while let newline = pending.firstIndex(of: 0x0A) {
                     emit(pending[pending.startIndex..<newline])
                     pending.removeSubrange(pending.startIndex...newline)
@@ -223,7 +207,7 @@ public struct ExecWorker: Worker {
                 }
             }
             if !pending.isEmpty { emit(pending) }
-            try? handle.close()
+            reader.close()
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PushWorkerCore
 import Synchronization
 
 /// A command-line program run as a child process, with its stdout collected line by line and its stderr
@@ -10,10 +11,27 @@ import Synchronization
 /// dev.signal(SIGTERM)
 /// #expect(try await dev.waitForExit() == 0)
 /// ```
+/// The program starts with `posix_spawn` (not Foundation's `Process`, whose `run()` could crash the test
+/// process on Linux), in a process group of its own, with an empty signal mask, default signal actions
+/// and no descriptor of the test process but its stdin, stdout and stderr pipes.
 /// The process is killed (SIGKILL) when the value is released while it still runs.
 public final class RunningCommand: Sendable {
-    private let process: Process
-    private let output = Mutex<(stdout: [String], stderr: String)>(([], ""))
+    private struct Output {
+        var stdout: [String] = []
+        var stderr = ""
+        /// How many of the two readers (stdout, stderr) have reached end of file.
+        var closedStreams = 0
+    }
+
+    /// The output, shared with the reading threads (which do not hold the command itself, so releasing it
+    /// kills a process that still runs).
+    private final class SharedOutput: Sendable {
+        let state = Mutex(Output())
+        func withLock<R>(_ body: (inout Output) -> R) -> R { state.withLock { body(&$0) } }
+    }
+
+    private let child: ChildProcess
+    private let output = SharedOutput()
 
     /// The path of an executable product built beside the running test bundle (SwiftPM puts both in
     /// `.build/<configuration>/`), e.g. `builtExecutable("pushworker")`.
@@ -25,43 +43,50 @@ public final class RunningCommand: Sendable {
     /// - Parameters:
     ///   - environment: variables set over this process's environment.
     ///   - directory: the working directory (default: this process's).
-    ///   - stdin: written to the program's standard input, which is then closed (default: empty input).
-    /// - Throws: what `Process.run()` throws (e.g. the executable does not exist).
+    ///   - stdin: written to the program's standard input (from a thread of its own), which is then closed
+    ///     (default: empty input).
+    /// - Throws: an error naming the executable and the reason when it cannot be started (e.g. it does not
+    ///   exist or is not executable, or `directory` does not exist).
     public init(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil, stdin: Data? = nil) throws {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         for (name, value) in environment { env[name] = value }
-        process.environment = env
-        if let directory { process.currentDirectoryURL = directory }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        let input = Pipe()
-        process.standardInput = input
-        self.process = process
-        try process.run()
-        if let stdin { try input.fileHandleForWriting.write(contentsOf: stdin) }
-        try input.fileHandleForWriting.close()
-        Thread.detachNewThread { [self] in
-            var buffer = Data()
-            // availableData returns what the pipe holds now (read(upToCount:) would wait for a full buffer).
-            while case let chunk = out.fileHandleForReading.availableData, !chunk.isEmpty {
-                buffer.append(chunk)
+        let child = try ChildProcess(program: executable.path, arguments: arguments, environment: env, workingDirectory: directory?.path)
+        self.child = child
+        let input = child.stdin
+        let bytes = stdin.map { [UInt8]($0) } ?? []
+        Thread.detachNewThread {
+            // A program that exits without reading its input must not end the test process by SIGPIPE.
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+            if !bytes.isEmpty { try? input?.write(bytes) }
+            input?.close()
+        }
+        let output = output
+        let out = child.stdout
+        Thread.detachNewThread {
+            var buffer: [UInt8] = []
+            // read(upTo:) returns what the pipe holds now (at least one byte), or nothing at end of file.
+            while let out, case let chunk = out.read(upTo: 16_384), !chunk.isEmpty {
+                buffer.append(contentsOf: chunk)
                 while let newline = buffer.firstIndex(of: 0x0A) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    self.output.withLock { $0.stdout.append(line) }
+                    let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                    buffer.removeSubrange(...newline)
+                    output.withLock { $0.stdout.append(line) }
                 }
             }
+            out?.close()
+            output.withLock { $0.closedStreams += 1 }
         }
-        Thread.detachNewThread { [self] in
-            while case let chunk = err.fileHandleForReading.availableData, !chunk.isEmpty {
+        let err = child.stderr
+        Thread.detachNewThread {
+            while let err, case let chunk = err.read(upTo: 16_384), !chunk.isEmpty {
                 let text = String(decoding: chunk, as: UTF8.self)
-                self.output.withLock { $0.stderr += text }
+                output.withLock { $0.stderr += text }
             }
+            err?.close()
+            output.withLock { $0.closedStreams += 1 }
         }
     }
 
@@ -69,15 +94,21 @@ public final class RunningCommand: Sendable {
     public var stdoutLines: [String] { output.withLock { $0.stdout } }
     /// Everything written to stderr so far.
     public var stderr: String { output.withLock { $0.stderr } }
-    /// The process id.
-    public var pid: Int32 { process.processIdentifier }
+    /// The process id (also its process group id).
+    public var pid: Int32 { child.pid }
     /// Whether the process is still running.
-    public var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { child.isRunning }
     /// The signal that ended the process (e.g. `SIGTERM` when it did not catch it), or `nil` while it runs
     /// or when it exited by itself (``waitForExit(timeout:)`` returns its status).
-    public var terminationSignal: Int32? {
-        guard !process.isRunning, process.terminationReason == .uncaughtSignal else { return nil }
-        return process.terminationStatus
+    public var terminationSignal: Int32? { child.termination?.signal }
+
+    /// Waits (up to 2 s) for the stdout and stderr readers to reach end of file once the process has
+    /// exited; a program it started may still hold the pipes open, so the wait is bounded.
+    private func drainPipes() async throws {
+        let deadline = ContinuousClock.now.advanced(by: .seconds(2))
+        while output.withLock({ $0.closedStreams }) < 2 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 
     /// Waits until stdout has at least `count` lines.
@@ -90,10 +121,10 @@ public final class RunningCommand: Sendable {
             guard ContinuousClock.now < deadline else {
                 throw RunningCommandError("\(stdoutLines.count) of \(count) stdout lines within \(timeout); stderr: \(stderr.suffix(2000))")
             }
-            if !process.isRunning {
-                try await Task.sleep(for: .milliseconds(100))  // let the reader drain the pipe
+            if let termination = child.termination {
+                try await drainPipes()
                 if stdoutLines.count < count {
-                    throw RunningCommandError("exited (\(process.terminationStatus)) after \(stdoutLines.count) of \(count) lines; stderr: \(stderr.suffix(2000))")
+                    throw RunningCommandError("exited (\(termination)) after \(stdoutLines.count) of \(count) lines; stderr: \(stderr.suffix(2000))")
                 }
             }
             try await Task.sleep(for: .milliseconds(20))
@@ -102,22 +133,26 @@ public final class RunningCommand: Sendable {
     }
 
     /// Waits for the process to exit.
-    /// - Returns: its exit status, or the number of the signal that ended it (see ``terminationSignal``).
+    /// - Returns: its exit status, or the number of the signal that ended it (see ``terminationSignal``);
+    ///   -1 if its status could not be read.
     /// - Throws: ``RunningCommandError`` if it still runs after `timeout` (default 60 s).
     public func waitForExit(timeout: Duration = .seconds(60)) async throws -> Int32 {
         let deadline = ContinuousClock.now.advanced(by: timeout)
-        while process.isRunning {
+        while child.isRunning {
             guard ContinuousClock.now < deadline else { throw RunningCommandError("still running after \(timeout); stderr: \(stderr.suffix(2000))") }
             try await Task.sleep(for: .milliseconds(20))
         }
-        try await Task.sleep(for: .milliseconds(50))  // let the readers drain the pipes
-        // Breaks Foundation's Process reference cycle (its run loop source); returns at once, it has exited.
-        process.waitUntilExit()
-        return process.terminationStatus
+        try await drainPipes()
+        switch child.termination {
+        case let .exited(status): return status
+        case let .signaled(signal): return signal
+        case .unknown, nil: return -1
+        }
     }
 
-    /// Sends a signal, e.g. `SIGTERM` for a graceful stop.
-    public func signal(_ number: Int32) { kill(process.processIdentifier, number) }
+    /// Sends a signal, e.g. `SIGTERM` for a graceful stop (never once the process has ended and been
+    /// reaped, so never to another process that got its number).
+    public func signal(_ number: Int32) { child.signal(number) }
 
     /// Runs `executable` to completion.
     /// - Returns: the exit status, stdout lines and stderr.
@@ -130,9 +165,8 @@ public final class RunningCommand: Sendable {
     }
 
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        // Reaps it and breaks Foundation's Process reference cycle (see waitForExit).
-        process.waitUntilExit()
+        // The child's own waiting thread reaps it.
+        if child.isRunning { child.signal(SIGKILL) }
     }
 }
 

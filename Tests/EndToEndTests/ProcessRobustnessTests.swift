@@ -1,4 +1,5 @@
 import Foundation
+import PushWorkerCore
 import PushWorkerTesting
 import Testing
 
@@ -150,21 +151,19 @@ struct ProcessRobustnessTests {
     @Test func aBrokenStderrPipeNeverStopsTheService() async throws {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let config = try Self.runConfig(suffix: String(suffix))
-        let process = Process()
-        process.executableURL = PushWorkerExecutable.url
-        process.arguments = ["run", "--config", config, "--bootstrap-servers", "127.0.0.1:1"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        try errors.fileHandleForReading.close()
+        // Its stdin is this process's (as a shell would leave it), stdout /dev/null, stderr a pipe closed at once.
+        let process = try ChildProcess(program: PushWorkerExecutable.url.path,
+                                       arguments: ["run", "--config", config, "--bootstrap-servers", "127.0.0.1:1"],
+                                       environment: ProcessInfo.processInfo.environment, stdin: .inherit, stdout: .nullDevice, stderr: .pipe)
+        process.stderr?.close()
         // librdkafka logs a failed connection to 127.0.0.1:1 within a second or two: those writes hit EPIPE.
         try await Task.sleep(for: .seconds(3))
-        #expect(process.isRunning, "pushworker died: \(process.terminationReason == .uncaughtSignal ? "signal" : "status") \(process.terminationStatus)")
-        kill(process.processIdentifier, SIGTERM)
+        #expect(process.isRunning, "pushworker died: \(String(describing: process.termination))")
+        process.signal(SIGTERM)
         let deadline = ContinuousClock.now.advanced(by: .seconds(30))
         while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+        #expect(process.termination == .exited(0), "\(String(describing: process.termination))")
+        if process.isRunning { process.signal(SIGKILL) }
     }
 
     /// `results … | head -1`: once the reader has gone the command ends quietly by SIGPIPE, as `cat` does;

@@ -70,35 +70,32 @@ struct PrometheusToolTests {
         }
     }
 
-    /// Runs `tool` with `arguments` and `input` on stdin; returns its status and combined output. The wait
-    /// happens on a thread of its own, never on the cooperative pool other tests' workers need.
+    /// Runs `tool` with `arguments` and `input` on stdin; returns its status and combined output (stdout
+    /// and stderr share one pipe). The blocking I/O happens on a thread of its own, never on the
+    /// cooperative pool other tests' workers need.
     static func run(_ tool: String, _ arguments: [String], input: String) async throws -> (status: Int32, output: String) {
-        try await DedicatedThread.run(name: "test-\(tool.split(separator: "/").last ?? "tool")") { try runBlocking(tool, arguments, input: input) }
-    }
-
-    /// Stops a process (SIGTERM) and waits for it on a thread of its own.
-    static func stop(_ process: Process) async {
-        _ = try? await DedicatedThread.run(name: "test-stop") {
-            if process.isRunning { process.terminate() }
-            process.waitUntilExit()
+        let (reader, writer) = try OwnedDescriptor.pipe()
+        let child = try ChildProcess(program: tool, arguments: arguments, environment: ProcessInfo.processInfo.environment,
+                                     stdout: .descriptor(writer.rawValue), stderr: .descriptor(writer.rawValue))
+        writer.close()
+        let output = try await DedicatedThread.run(name: "test-\(tool.split(separator: "/").last ?? "tool")") { () -> [UInt8] in
+            var pipeSignal = sigset_t()
+            sigemptyset(&pipeSignal)
+            sigaddset(&pipeSignal, SIGPIPE)
+            pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+            try child.stdin?.write(Array(input.utf8))
+            child.stdin?.close()
+            defer { reader.close() }
+            return reader.readToEnd()
         }
+        let termination = await child.waitForExit()
+        return (termination.exitStatus ?? termination.signal ?? -1, String(decoding: output, as: UTF8.self))
     }
 
-    private static func runBlocking(_ tool: String, _ arguments: [String], input: String) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let stdin = Pipe()
-        let output = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        try stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    /// Stops a process (SIGTERM) and waits for it to end.
+    static func stop(_ process: ChildProcess) async {
+        process.signal(SIGTERM)
+        _ = await process.waitForExit()
     }
 
     @Test(.enabled(if: ExternalTool.runs("promtool"), "promtool is not installed (apt-get install prometheus); set PUSHWORKER_REQUIRE_TOOLS=1 to fail instead"))
@@ -138,16 +135,12 @@ struct PrometheusToolTests {
         let port = try LoopbackPort.free()
         let log = directory.appendingPathComponent("prometheus.log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: prometheusPath)
-        process.arguments = [
+        let logHandle = try FileHandle(forWritingTo: log)
+        let process = try ChildProcess(program: prometheusPath, arguments: [
             "--config.file=\(config.path)", "--storage.tsdb.path=\(directory.appendingPathComponent("data").path)",
             "--web.listen-address=127.0.0.1:\(port)",
-        ]
-        let logHandle = try FileHandle(forWritingTo: log)
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        try process.run()
+        ], environment: ProcessInfo.processInfo.environment, stdin: .inherit,
+           stdout: .descriptor(logHandle.fileDescriptor), stderr: .descriptor(logHandle.fileDescriptor))
         do {
             try await Self.scrapedByPrometheus(process, port: port, log: log)
         } catch {
@@ -162,7 +155,7 @@ struct PrometheusToolTests {
     }
 
     /// Checks what the Prometheus at `port` has scraped from the service.
-    static func scrapedByPrometheus(_ process: Process, port: UInt16, log: URL) async throws {
+    static func scrapedByPrometheus(_ process: ChildProcess, port: UInt16, log: URL) async throws {
         let api = "http://127.0.0.1:\(port)/api/v1"
         // Until Prometheus has scraped the service and answers the produced count (explicit limit: 90 s).
         var answer = ""
