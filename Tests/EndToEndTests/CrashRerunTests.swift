@@ -153,7 +153,6 @@ final class ResultsTail: Sendable {
     private let consumer: KafkaConsumer
     private let partitions: [TopicPartition]
     private let stopped = Atomic<Bool>(false)
-    private let done = Atomic<Bool>(false)
 
     /// Starts reading `topic`; `inputs` are the ids produced.
     init(servers: String, topic: String, inputs: [String]) throws {
@@ -178,7 +177,6 @@ final class ResultsTail: Sendable {
                     if let input { state.answered[input.0, default: []].insert(input.1) }
                 }
             }
-            done.store(true, ordering: .releasing)
         }
         thread.name = "results-tail"
         thread.start()
@@ -211,10 +209,10 @@ final class ResultsTail: Sendable {
         }
     }
 
-    /// Stops the reading thread (and waits for it, so the consumer is not in a poll when it is freed).
+    /// Stops the reading thread; it holds this tail (and so the consumer) until its poll returns, so the
+    /// consumer is freed on that thread, never during a poll and never on the cooperative pool.
     func stop() {
         stopped.store(true, ordering: .releasing)
         consumer.wakeUp()
-        while !done.load(ordering: .acquiring) { usleep(1000) }
     }
 }
