@@ -19,12 +19,14 @@ struct CommitIntervalTests {
         #expect(shared.consumerProperties["auto.commit.interval.ms"] == "1000")
     }
 
-    @Test func aGracefulStopCommitsEveryAcknowledgedOffsetWithoutWaitingForTheTimer() async throws {
+    /// The timer never fires during the test (a 10-minute interval), or there is none (auto-commit off, so
+    /// the unassign of `rd_kafka_consumer_close` commits nothing either): only the stop's own commit can.
+    @Test(arguments: [["auto.commit.interval.ms": "600000"], ["enable.auto.commit": "false"]])
+    func aGracefulStopCommitsEveryAcknowledgedOffsetWithoutWaitingForTheTimer(_ properties: [String: String]) async throws {
         var registry = WorkerRegistry()
         registry.register(type: "fast", worker: NoopWorker(outcome: .newData))
-        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 2) {
-            // The timer never fires during the test: only the stop can commit.
-            $0.consumer["auto.commit.interval.ms"] = "600000"
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 2) { configuration in
+            for (name, value) in properties { configuration.consumer[name] = value }
         }
         var ends: [Int32: Int64] = [:]
         for index in 0..<6 {
