@@ -46,7 +46,7 @@ struct CrashRerunTests {
               inputTopics: ["\(inputTopic)"], resultsTopic: "\(resultsTopic)", groupId: "crash-\(suffix)",
               consumer: { "session.timeout.ms": 3000, "heartbeat.interval.ms": 300, "fetch.wait.max.ms": 20\(Self.commitIntervalMs.map { #", "auto.commit.interval.ms": \#($0)"# } ?? "") },
               log: { level: "warning" },
-              maxInFlight: 8,
+              maxInFlight: 4,
               workers: { "job": { kind: "noop", result: "newData", delayMs: 1 } },
               httpServer: { enabled: false },
             }
@@ -88,10 +88,11 @@ struct CrashRerunTests {
         #expect(ledger.duplicatesPerCrash.count == kills)
         #expect(ledger.duplicatesBeforeAnyCrash == 0, "\(ledger.summary)")
         // Prompt commits (pushworker's auto.commit.interval.ms of 200 ms): a kill re-runs what was
-        // acknowledged since the last commit, a fraction of a second of work. With librdkafka's 5 s every
-        // kill here re-ran its whole run (about 47 000 of 30 000 inputs over the three kills).
+        // acknowledged since the last commit, a fraction of a second of work (500–1 300 of 30 000 inputs over
+        // the three kills here). With librdkafka's 5 s a run was often killed before its first commit and
+        // re-ran everything since its start (11 000–28 000 over the three kills).
         if Self.commitIntervalMs == nil {
-            #expect(ledger.duplicates <= count / 5, "re-runs after \(kills) SIGKILLs: \(ledger.summary)")
+            #expect(ledger.duplicates <= count / 6, "re-runs after \(kills) SIGKILLs: \(ledger.summary)")
         }
     }
 
