@@ -140,7 +140,7 @@ public final class PushWorkerTestHarness: Sendable {
     /// The group's committed offsets for the input partitions (`rd_kafka_committed`), by partition:
     /// the next offset to read, or -1001 (librdkafka's `RD_KAFKA_OFFSET_INVALID`) when nothing is committed
     /// yet. Offsets are committed shortly after their results are acknowledged (librdkafka's
-    /// `auto.commit.interval.ms`, 5 s by default), so poll for the value you expect.
+    /// `auto.commit.interval.ms`, 200 ms by pushworker's default), so poll for the value you expect.
     public func committedOffsets() async throws -> [Int32: Int64] {
         let configuration = self.configuration
         let partitions = try await DedicatedThread.run(name: "harness-committed") { () throws -> [TopicPartitionOffset] in
