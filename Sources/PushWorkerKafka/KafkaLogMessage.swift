@@ -9,6 +9,14 @@ public struct KafkaLogMessage: Sendable {
     public var message: String
     /// The client's name (`client.id` plus a suffix), e.g. `rdkafka#consumer-1`.
     public var client: String
+
+    /// Creates a message (librdkafka's log and error callbacks make them; tests of handlers too).
+    public init(severity: Int32, facility: String, message: String, client: String) {
+        self.severity = severity
+        self.facility = facility
+        self.message = message
+        self.client = client
+    }
 }
 
 /// Receives librdkafka's logs and errors. Called on librdkafka's threads: it must be thread-safe and quick.
