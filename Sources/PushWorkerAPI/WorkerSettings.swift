@@ -43,18 +43,23 @@ public struct WorkerSettings: Sendable, Equatable {
     /// - Throws: ``WorkerSettingsError``: `syntax` when the text is not JSON5 or not an object,
     ///   `typeMismatch` when a section is not an object.
     public init(json5 text: String) throws(WorkerSettingsError) {
-        let decoder = JSONDecoder()
-        decoder.allowsJSON5 = true
-        let value: JSONValue
-        do {
-            value = try decoder.decode(JSONValue.self, from: Data(text.utf8))
-        } catch {
-            throw WorkerSettingsError(.syntax, key: Self.configKey, "is not valid JSON5: \(error)")
-        }
+        let value = try Self.parseJSON5(text, key: Self.configKey)
         guard case .object(let sections) = value else {
             throw WorkerSettingsError(.syntax, key: Self.configKey, "must be an object of sections, got \(SettingsDecodingSession.describe(value))")
         }
         try self.init(sections)
+    }
+
+    /// Parses JSON5 text (a Swift string, so valid UTF-8) into a value.
+    /// - Throws: ``WorkerSettingsError`` `syntax` naming `key` when the text is not JSON5.
+    package static func parseJSON5(_ text: String, key: String) throws(WorkerSettingsError) -> JSONValue {
+        let decoder = JSONDecoder()
+        decoder.allowsJSON5 = true
+        do {
+            return try decoder.decode(JSONValue.self, from: Data(text.utf8))
+        } catch {
+            throw WorkerSettingsError(.syntax, key: key, "is not valid JSON5: \(error)")
+        }
     }
 
     /// The section names, sorted.

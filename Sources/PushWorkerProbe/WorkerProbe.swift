@@ -22,14 +22,7 @@ public enum WorkerProbe {
     /// - Throws: ``WorkerSettingsError`` (`syntax` for text that is not a JSON5 object; otherwise as the
     ///   service would refuse the section); whatever the worker's `init(settings:)` throws.
     public static func makeWorker<W: ConfigurableWorker>(_ workerType: W.Type, settings: String = "{}", section: String = "probe") throws -> W {
-        let decoder = JSONDecoder()
-        decoder.allowsJSON5 = true
-        let value: JSONValue
-        do {
-            value = try decoder.decode(JSONValue.self, from: Data(settings.utf8))
-        } catch {
-            throw WorkerSettingsError(.syntax, key: WorkerSettings.path(section), "is not valid JSON5: \(error)")
-        }
+        let value = try WorkerSettings.parseJSON5(settings, key: WorkerSettings.path(section))
         let decoded = try WorkerSettings([section: value]).decode(W.Settings.self, section: section)
         return try W(settings: decoded)
     }
