@@ -246,9 +246,22 @@ final class ConsumerLoop: Sendable {
             if dropped > 0 {
                 logger.warning("partitions revoked: results not yet produced are dropped; their next owner reads their records again", metadata: ["count": String(dropped)])
             }
-            // Store what is acknowledged now; the unassign that follows commits it.
+            // Store what is acknowledged now and commit it before the partitions go: the commit librdkafka
+            // makes at the unassign is sent once this member rejoins, and a coordinator still rebalancing
+            // refuses it (REBALANCE_IN_PROGRESS, seen on librdkafka 2.0.2's mock cluster); the new owner would
+            // then run again records whose results are delivered. Here, inside the callback, the group has
+            // not moved on yet. Skipped while closing (the shutdown commits) and on a fast stop.
             let set = Set(partitions)
-            consumer.storeOffsets(tracker.committable.filter { set.contains($0.topicPartition) })
+            let offsets = tracker.committable.filter { set.contains($0.topicPartition) }
+            consumer.storeOffsets(offsets)
+            if !offsets.isEmpty && !closing && !stopNow() {
+                do {
+                    try consumer.commit()
+                } catch {
+                    logger.warning("partitions revoked: committing their offsets failed; librdkafka commits them again at the unassign, and records whose commit is refused run again on their next owner",
+                                   metadata: ["partitions": partitions.map(\.description).joined(separator: ","), "error": "\(error)"])
+                }
+            }
             forget(partitions)
         case .lost(let partitions):
             logger.warning("partitions lost: their running jobs are cut short without a result and their offsets are not committed", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
