@@ -198,7 +198,8 @@ final class ConsumerLoop: Sendable {
     ///   results, up to `rebalanceDrainTimeoutMs` (no wait while the consumer closes, none on a fast stop);
     ///   then the jobs still running are cut short without a result; the partitions are released in the
     ///   publisher (nothing of theirs is produced any more) and the offsets whose results are acknowledged
-    ///   are stored, which the unassign that follows commits. Jobs of other partitions are not touched.
+    ///   are stored and committed (synchronously) before the callback returns and librdkafka unassigns
+    ///   them. Jobs of other partitions are not touched.
     /// - lost: as revoking, without the wait and without storing offsets (the group has already given the
     ///   partitions to another member).
     func rebalanced(_ event: KafkaRebalanceEvent) {
