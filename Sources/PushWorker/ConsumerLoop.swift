@@ -239,7 +239,8 @@ final class ConsumerLoop: Sendable {
             // owner), and nothing of these partitions is produced once they are released.
             let cut = cutShort(partitions)
             if cut > 0 {
-                logger.warning("partitions revoked: jobs still running at the rebalance drain timeout were cut short without a result; their next owner reads their records again",
+                logger.warning(closing ? "partitions revoked at close: jobs still running were cut short without a result; their next owner reads their records again"
+                                       : "partitions revoked: jobs still running at the rebalance drain timeout were cut short without a result; their next owner reads their records again",
                                metadata: ["partitions": partitions.map(\.description).joined(separator: ","), "count": String(cut),
                                           "rebalanceDrainTimeoutMs": String(rebalanceDrainTimeoutMs)])
             }
@@ -247,11 +248,12 @@ final class ConsumerLoop: Sendable {
             if dropped > 0 {
                 logger.warning("partitions revoked: results not yet produced are dropped; their next owner reads their records again", metadata: ["count": String(dropped)])
             }
-            // Store what is acknowledged now and commit it before the partitions go: the commit librdkafka
-            // makes at the unassign is sent once this member rejoins, and a coordinator still rebalancing
-            // refuses it (REBALANCE_IN_PROGRESS, seen on librdkafka 2.0.2's mock cluster); the new owner would
-            // then run again records whose results are delivered. Here, inside the callback, the group has
-            // not moved on yet. Skipped while closing (the shutdown commits) and on a fast stop.
+            // Store what is acknowledged now and commit it before the partitions go. The commit librdkafka
+            // makes after the unassign alone was seen refused (REBALANCE_IN_PROGRESS, join state
+            // wait-incr-unassign-to-complete, librdkafka 2.0.2's mock cluster under load): the new owner then
+            // ran again records whose results were delivered. A synchronous commit here, before the callback
+            // returns, went through in every run since. Skipped while closing (the shutdown commits) and on a
+            // fast stop.
             let set = Set(partitions)
             let offsets = tracker.committable.filter { set.contains($0.topicPartition) }
             consumer.storeOffsets(offsets)
