@@ -101,6 +101,7 @@ struct RebalanceDrainTests {
             return kept.allSatisfy { got.contains("held-\($0)") }
         }
         let ledger = try await Self.ledger(harness, ids: ids, expected: ids.count)
+        let cutByFirst = harness.service.currentStatistics.jobsCutShortByRebalance
         other.shutdown()
         try await otherTask.value
         try await harness.stopService()
@@ -123,6 +124,7 @@ struct RebalanceDrainTests {
         for partition in kept {
             #expect(firstIds.filter { $0 == "held-\(partition)" }.count == 1, "held-\(partition) stayed and delivered its result")
         }
+        #expect(cutByFirst == moved.count, "one held job cut short per moved partition: \(cutByFirst)")
         #expect(ledger.lost.isEmpty, "\(ledger.summary)")
         #expect(ledger.unexpected.isEmpty, "\(ledger.summary)")
         #expect(ledger.duplicates == 0, "no result twice: \(ledger.summary)")
@@ -164,12 +166,14 @@ struct RebalanceDrainTests {
         // The first runs return now, after their partitions were lost.
         await held.open()
         let ledger = try await Self.ledger(harness, ids: ids, expected: ids.count)
+        let cut = harness.service.currentStatistics.jobsCutShortByRebalance
         try await harness.stopService()
         let committed = try await harness.committedOffsets()
         try await harness.shutdown()
         print("lost-partition ledger: \(ledger.summary) runs=\(runs.withLock { $0 })")
         #expect(runs.withLock { $0 } == ["held-0": 2, "held-1": 2], "each record ran before the loss and once after it")
         #expect(ledger.lost.isEmpty, "\(ledger.summary)")
+        #expect(cut == 2, "both running jobs were cut short by the loss: \(cut)")
         #expect(ledger.duplicates == 0, "the runs cut short by the loss delivered nothing: \(ledger.summary)")
         #expect(committed == [0: 1, 1: 1], "\(committed)")
     }
