@@ -252,7 +252,8 @@ final class ConsumerLoop: Sendable {
             // makes after the unassign alone was seen refused (REBALANCE_IN_PROGRESS, join state
             // wait-incr-unassign-to-complete, librdkafka 2.0.2's mock cluster under load): the new owner then
             // ran again records whose results were delivered. A synchronous commit here, before the callback
-            // returns, went through in every run since. Skipped while closing (the shutdown commits) and on a
+            // returns, goes through more often, but the mock refuses it too at times (counted in
+            // revocationCommitFailures). Skipped while closing (the shutdown commits) and on a
             // fast stop.
             let set = Set(partitions)
             let offsets = tracker.committable.filter { set.contains($0.topicPartition) }
@@ -261,6 +262,7 @@ final class ConsumerLoop: Sendable {
                 do {
                     try consumer.commit()
                 } catch {
+                    statistics { $0.revocationCommitFailures += 1 }
                     logger.warning("partitions revoked: committing their offsets failed; librdkafka commits them again at the unassign, and records whose commit is refused run again on their next owner",
                                    metadata: ["partitions": partitions.map(\.description).joined(separator: ","), "error": "\(error)"])
                 }

@@ -49,6 +49,10 @@ public final class PushWorkerService: Sendable {
         /// (``ServiceConfiguration/effectiveRebalanceDrainTimeout(for:)``), and jobs of lost partitions,
         /// cut short without a result: their records are read again by the partitions' next owner.
         public var jobsCutShortByRebalance = 0
+        /// Revocations whose commit of the revoked partitions' acknowledged offsets failed (e.g. a coordinator
+        /// still rebalancing refused it with `REBALANCE_IN_PROGRESS`); librdkafka tries again after the
+        /// unassign, and records whose commit is refused run again on the partitions' next owner.
+        public var revocationCommitFailures = 0
         /// Assigned partitions paused because their results (or dead letters) cannot be delivered now; each
         /// is resumed once they go through again.
         public var heldPartitions: [TopicPartition] = []

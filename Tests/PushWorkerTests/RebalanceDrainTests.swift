@@ -40,8 +40,9 @@ struct RebalanceDrainTests {
     /// 0) that finish while the revocation waits, and `held` ones (offset 1) that outlast the rebalance
     /// drain timeout. The revoked partitions' held jobs are cut short at the bound, get no result from the
     /// first member even when their worker returns later, and are run once by the new owner; the medium
-    /// ones' results are committed before the partitions move, so the new owner does not run them again;
-    /// the partitions that stay keep their running jobs, which deliver their results.
+    /// ones' results are committed before the partitions move, so the new owner does not run them again
+    /// (unless the mock coordinator refused that commit, which the service counts); the partitions that
+    /// stay keep their running jobs, which deliver their results.
     @Test func revokedJobsFinishOrAreCutShortAtTheBound() async throws {
         let medium = Gate()
         let held = Gate()
@@ -102,6 +103,7 @@ struct RebalanceDrainTests {
         }
         let ledger = try await Self.ledger(harness, ids: ids, expected: ids.count)
         let cutByFirst = harness.service.currentStatistics.jobsCutShortByRebalance
+        let commitFailures = harness.service.currentStatistics.revocationCommitFailures
         other.shutdown()
         try await otherTask.value
         try await harness.stopService()
@@ -109,7 +111,8 @@ struct RebalanceDrainTests {
         try await harness.shutdown()
         let firstIds = harness.receivedResults.compactMap(\.messageId)
         let secondIds = secondRan.withLock { $0 }
-        print("rebalance ledger: \(ledger.summary) moved=\(moved.sorted()) kept=\(kept.sorted()) cutShort=\(moved.count)")
+        let mediumRerun = secondIds.filter { $0.hasPrefix("medium-") }
+        print("rebalance ledger: \(ledger.summary) moved=\(moved.sorted()) kept=\(kept.sorted()) cutShort=\(cutByFirst) revocationCommitFailures=\(commitFailures) mediumRerun=\(mediumRerun.sorted())")
 
         #expect(moved.count >= 1 && moved.count <= 3 && moved.isDisjoint(with: kept) && moved.union(kept) == [0, 1, 2, 3],
                 "cooperative-sticky moves some partitions and keeps the others: moved \(moved.sorted()), kept \(kept.sorted())")
@@ -118,8 +121,18 @@ struct RebalanceDrainTests {
             #expect(!firstIds.contains("held-\(partition)"), "held-\(partition) was cut short at the bound: no result from the first member")
             #expect(secondIds.filter { $0 == "held-\(partition)" }.count == 1, "the new owner ran held-\(partition) once")
         }
-        // (b) results delivered during the revocation were committed before the partitions moved.
-        #expect(!secondIds.contains { $0.hasPrefix("medium-") }, "the new owner ran no medium record again: \(secondIds)")
+        // (b) results delivered during the revocation were committed before the partitions moved. The 2.0.2
+        // mock coordinator at times refuses that commit (REBALANCE_IN_PROGRESS) under load: then, and only
+        // then, the new owner runs the moved partitions' medium records again, once each.
+        if commitFailures == 0 {
+            #expect(mediumRerun.isEmpty, "the new owner ran no medium record again: \(secondIds)")
+        } else {
+            #expect(Set(mediumRerun).isSubset(of: Set(moved.map { "medium-\($0)" })) && mediumRerun.count == Set(mediumRerun).count,
+                    "the commit was refused: only the moved partitions' medium records ran again, once: \(mediumRerun)")
+        }
+        for id in ids where id.hasPrefix("held-") {
+            #expect(ledger.resultCounts[id] == 1, "\(id) has exactly one result: \(ledger.summary)")
+        }
         // (c) the kept partitions' running jobs were not disturbed.
         for partition in kept {
             #expect(firstIds.filter { $0 == "held-\(partition)" }.count == 1, "held-\(partition) stayed and delivered its result")
@@ -127,7 +140,7 @@ struct RebalanceDrainTests {
         #expect(cutByFirst == moved.count, "one held job cut short per moved partition: \(cutByFirst)")
         #expect(ledger.lost.isEmpty, "\(ledger.summary)")
         #expect(ledger.unexpected.isEmpty, "\(ledger.summary)")
-        #expect(ledger.duplicates == 0, "no result twice: \(ledger.summary)")
+        #expect(ledger.duplicates == mediumRerun.count, "no result twice but a refused commit's re-runs: \(ledger.summary)")
         #expect(committed == [0: 2, 1: 2, 2: 2, 3: 2], "every offset committed: \(committed)")
     }
 
