@@ -25,6 +25,9 @@ final class ConsumerLoop: Sendable {
     private let tracker: OffsetTracker
     private let maxBuffered: Int
     private let drainTimeoutMs: Int
+    /// How long a revocation waits for the revoked partitions' running jobs and their results before it
+    /// cuts the jobs still running short (``ServiceConfiguration/effectiveRebalanceDrainTimeout(for:)``).
+    private let rebalanceDrainTimeoutMs: Int
     private let logger: PushWorkerLogger
     private let statistics: @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
     private let metrics: ServiceMetrics
@@ -40,7 +43,7 @@ final class ConsumerLoop: Sendable {
 
     init(
         consumer: KafkaConsumer, dispatcher: JobDispatcher, publisher: ResultPublisher, tracker: OffsetTracker,
-        maxBuffered: Int, drainTimeoutMs: Int, logger: PushWorkerLogger, metrics: ServiceMetrics,
+        maxBuffered: Int, drainTimeoutMs: Int, rebalanceDrainTimeoutMs: Int? = nil, logger: PushWorkerLogger, metrics: ServiceMetrics,
         stopNow: @escaping @Sendable () -> Bool = { false },
         statistics: @escaping @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
     ) {
@@ -51,6 +54,7 @@ final class ConsumerLoop: Sendable {
         self.tracker = tracker
         self.maxBuffered = maxBuffered
         self.drainTimeoutMs = drainTimeoutMs
+        self.rebalanceDrainTimeoutMs = rebalanceDrainTimeoutMs ?? drainTimeoutMs
         self.logger = logger
         self.statistics = statistics
         self.metrics = metrics
@@ -186,7 +190,18 @@ final class ConsumerLoop: Sendable {
         consumer.storeOffsets(tracker.committable)
     }
 
-    /// Handles a rebalance, on the thread serving the consumer.
+    /// Handles a rebalance, on the thread serving the consumer (the rebalance callback: it blocks that
+    /// thread, never the cooperative pool, and librdkafka releases revoked partitions once it returns).
+    ///
+    /// - assigned: the partitions' results are produced from now on (``ResultPublisher/own(_:)``).
+    /// - revoking: their waiting jobs are taken back; their running jobs are waited for, with their
+    ///   results, up to `rebalanceDrainTimeoutMs` (no wait while the consumer closes, none on a fast stop);
+    ///   then the jobs still running are cut short without a result; the partitions are released in the
+    ///   publisher (nothing of theirs is produced any more) and the offsets whose results are acknowledged
+    ///   are stored and committed (synchronously) before the callback returns and librdkafka unassigns
+    ///   them. Jobs of other partitions are not touched.
+    /// - lost: as revoking, without the wait and without storing offsets (the group has already given the
+    ///   partitions to another member).
     func rebalanced(_ event: KafkaRebalanceEvent) {
         // Incremental (cooperative) rebalances often hand this member nothing new: nothing to do or count.
         switch event {
@@ -205,6 +220,7 @@ final class ConsumerLoop: Sendable {
             }
             // librdkafka 2.0.2 keeps a partition's pause across revoke and re-assign: set it explicitly.
             if paused { consumer.pause(partitions) } else { consumer.resume(partitions) }
+            publisher.own(partitions)
             logger.info("partitions assigned", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
         case .revoking(let partitions):
             // On a fast stop the running jobs have been (or are being) cut short: say so, not "finishing".
@@ -213,19 +229,51 @@ final class ConsumerLoop: Sendable {
                         metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
             takeBack(partitions)
             let closing = state.withLock { $0.closing }
-            let deadline = ContinuousClock.now.advanced(by: .milliseconds(closing ? 0 : drainTimeoutMs))
+            let deadline = ContinuousClock.now.advanced(by: .milliseconds(closing ? 0 : rebalanceDrainTimeoutMs))
             while !tracker.settled(partitions) && ContinuousClock.now < deadline && !stopNow() {
                 heartbeat.beat()
                 publisher.retryBacklog()
                 Thread.sleep(forTimeInterval: 0.005)
             }
-            // Store what is acknowledged now; the unassign that follows commits it.
+            // At the bound: the jobs still running get no result (their records are read again by the next
+            // owner), and nothing of these partitions is produced once they are released.
+            let cut = cutShort(partitions)
+            if cut > 0 {
+                logger.warning(closing ? "partitions revoked at close: jobs still running were cut short without a result; their next owner reads their records again"
+                                       : "partitions revoked: jobs still running at the rebalance drain timeout were cut short without a result; their next owner reads their records again",
+                               metadata: ["partitions": partitions.map(\.description).joined(separator: ","), "count": String(cut),
+                                          "rebalanceDrainTimeoutMs": String(rebalanceDrainTimeoutMs)])
+            }
+            let dropped = publisher.release(partitions)
+            if dropped > 0 {
+                logger.warning("partitions revoked: results not yet produced are dropped; their next owner reads their records again", metadata: ["count": String(dropped)])
+            }
+            // Store what is acknowledged now and commit it before the partitions go. The commit librdkafka
+            // makes after the unassign alone was seen refused (REBALANCE_IN_PROGRESS, join state
+            // wait-incr-unassign-to-complete, librdkafka 2.0.2's mock cluster under load): the new owner then
+            // ran again records whose results were delivered. A synchronous commit here, before the callback
+            // returns, goes through more often, but the mock refuses it too at times (counted in
+            // revocationCommitFailures). Skipped while closing (the shutdown commits) and on a
+            // fast stop.
             let set = Set(partitions)
-            consumer.storeOffsets(tracker.committable.filter { set.contains($0.topicPartition) })
+            let offsets = tracker.committable.filter { set.contains($0.topicPartition) }
+            consumer.storeOffsets(offsets)
+            if !offsets.isEmpty && !closing && !stopNow() {
+                do {
+                    try consumer.commit()
+                } catch {
+                    statistics { $0.revocationCommitFailures += 1 }
+                    logger.warning("partitions revoked: committing their offsets failed; librdkafka commits them again at the unassign, and records whose commit is refused run again on their next owner",
+                                   metadata: ["partitions": partitions.map(\.description).joined(separator: ","), "error": "\(error)"])
+                }
+            }
             forget(partitions)
         case .lost(let partitions):
-            logger.warning("partitions lost: their offsets are not committed", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
+            logger.warning("partitions lost: their running jobs are cut short without a result and their offsets are not committed", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
             takeBack(partitions)
+            let cut = cutShort(partitions)
+            publisher.release(partitions)
+            if cut > 0 { logger.warning("partitions lost: jobs cut short", metadata: ["count": String(cut)]) }
             forget(partitions)
         }
         let assigned = state.withLock { Array($0.assigned) }
@@ -244,6 +292,17 @@ final class ConsumerLoop: Sendable {
         let discarded = dispatcher.discardWaiting(where: matches)
         tracker.abandon(discarded.map { (TopicPartition(topic: $0.topic, partition: $0.partition), $0.offset) })
         return discarded.count
+    }
+
+    /// Cuts short the running (and waiting) jobs of `partitions` (``JobDispatcher/cutShort(where:)``) and
+    /// marks their records abandoned; counts them in ``PushWorkerService/Statistics/jobsCutShortByRebalance``.
+    /// Returns how many.
+    private func cutShort(_ partitions: [TopicPartition]) -> Int {
+        let set = Set(partitions)
+        let cut = dispatcher.cutShort { set.contains(TopicPartition(topic: $0.topic, partition: $0.partition)) }
+        tracker.abandon(cut.map { (TopicPartition(topic: $0.topic, partition: $0.partition), $0.offset) })
+        if !cut.isEmpty { statistics { $0.jobsCutShortByRebalance += cut.count } }
+        return cut.count
     }
 
     private func forget(_ partitions: [TopicPartition]) {

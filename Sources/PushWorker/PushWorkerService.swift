@@ -45,6 +45,14 @@ public final class PushWorkerService: Sendable {
         public var recordsReplaced = 0
         /// Rebalances seen (assignments, revocations and losses).
         public var rebalances = 0
+        /// Jobs of revoked partitions still running at the rebalance drain timeout
+        /// (``ServiceConfiguration/effectiveRebalanceDrainTimeout(for:)``), and jobs of lost partitions,
+        /// cut short without a result: their records are read again by the partitions' next owner.
+        public var jobsCutShortByRebalance = 0
+        /// Revocations whose commit of the revoked partitions' acknowledged offsets failed (e.g. a coordinator
+        /// still rebalancing refused it with `REBALANCE_IN_PROGRESS`); librdkafka tries again after the
+        /// unassign, and records whose commit is refused run again on the partitions' next owner.
+        public var revocationCommitFailures = 0
         /// Assigned partitions paused because their results (or dead letters) cannot be delivered now; each
         /// is resumed once they go through again.
         public var heldPartitions: [TopicPartition] = []
@@ -246,6 +254,7 @@ public final class PushWorkerService: Sendable {
         let executor = BudgetedExecutor(logger: PushWorkerLogger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
         let kafkaLog = PushWorkerLogger(label: "pushworker.librdkafka").kafkaLogHandler
         let drainTimeoutMs = Int(configuration.effectiveDrainTimeout(for: registry).wholeMilliseconds)  // ≤ 2^31−1 ms + 10 s
+        let rebalanceDrainTimeoutMs = Int(configuration.effectiveRebalanceDrainTimeout(for: registry).wholeMilliseconds)
         let rebalance = RebalanceRelay()
         let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog, onRebalance: { event in
             rebalance.handler?(event)
@@ -290,7 +299,8 @@ public final class PushWorkerService: Sendable {
             }
         let loop = ConsumerLoop(
             consumer: consumer, dispatcher: dispatcher, publisher: publisher, tracker: tracker,
-            maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs, logger: logger, metrics: metrics,
+            maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs,
+            rebalanceDrainTimeoutMs: rebalanceDrainTimeoutMs, logger: logger, metrics: metrics,
             stopNow: { [self] in self.stopNowRequested.load(ordering: .acquiring) },
             statistics: { [self] change in self.statistics.withLock { change(&$0) } })
         rebalance.handler = { event in loop.rebalanced(event) }

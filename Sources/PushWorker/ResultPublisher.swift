@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import PushWorkerCore
 import PushWorkerKafka
 import Synchronization
@@ -118,6 +119,16 @@ final class ResultPublisher: Sendable {
         var partsLeft: [Position: Int] = [:]
         /// When each kind of log line was last written (``WallClock/monotonicNs()``) and how many were skipped since.
         var lastLog: [String: (atNs: Int64, skipped: Int)] = [:]
+        /// The input partitions this member owns (``own(_:)``, ``release(_:)``): results of others are dropped.
+        var owned: Set<TopicPartition> = []
+        /// Records of each input partition taken from the state and being handed to librdkafka now (after the
+        /// lock): ``release(_:)`` waits until none is, so nothing of a released partition is produced after it.
+        var handing: [TopicPartition: Int] = [:]
+
+        /// Counts `count` records of `tp` as being handed to librdkafka.
+        mutating func beginHanding(_ tp: TopicPartition, _ count: Int = 1) {
+            handing[tp, default: 0] += count
+        }
     }
 
     /// The first backoff of a lane after a failure: 100 ms, doubling with each failure in a row.
@@ -173,14 +184,65 @@ final class ResultPublisher: Sendable {
         }
     }
 
+    /// Notes partitions assigned to this member: their results are produced from now on.
+    func own(_ partitions: [TopicPartition]) {
+        state.withLock { $0.owned.formUnion(partitions) }
+    }
+
+    /// Notes partitions revoked from or lost by this member, before they are released to the group: from
+    /// now on no result or dead letter of theirs is produced. Results published later (a job whose outcome
+    /// was decided as it was cut short) are dropped, and so are the records of their lanes still waiting to
+    /// be produced again; their offsets are not committed, so the partition's next owner reads those
+    /// records again. Records already handed to librdkafka may still be delivered. Waits (briefly, on the
+    /// calling thread: the consumer's) until no record of theirs is being handed to librdkafka.
+    /// - Returns: how many records were dropped from the lanes.
+    @discardableResult
+    func release(_ partitions: [TopicPartition]) -> Int {
+        let set = Set(partitions)
+        state.withLock { $0.owned.subtract(set) }
+        // No record of theirs starts being handed over from now on (both places check `owned` under the
+        // lock); wait for those caught mid-call, which may put records back in their lanes. A producev call
+        // takes microseconds: this loop ends at once but for a thread caught mid-call.
+        while state.withLock({ state in set.contains { state.handing[$0, default: 0] > 0 } }) {
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        return state.withLock { state -> Int in
+            var dropped = 0
+            for tp in set {
+                guard var lane = state.lanes[tp] else { continue }
+                dropped += lane.waiting.filter { !$0.isDeadLetter }.count
+                lane.waiting.removeAll()
+                lane.failing = false
+                lane.failures = 0
+                state.lanes[tp] = lane.probe == nil && !lane.draining ? nil : lane
+            }
+            return dropped
+        }
+    }
+
+    /// Marks `count` records of `tp` as handed to librdkafka (see ``State/handing``).
+    private func endHanding(_ tp: TopicPartition, _ count: Int = 1) {
+        state.withLock { state in
+            let left = state.handing[tp, default: 0] - count
+            state.handing[tp] = left > 0 ? left : nil
+        }
+    }
+
     /// Encodes and produces one result, keyed by the input's key, with `apns-id` and `traceparent` headers,
-    /// and the input record's dead letter when there is one (``DeadLetterRecord``).
+    /// and the input record's dead letter when there is one (``DeadLetterRecord``). A result of an input
+    /// partition this member does not own (``release(_:)``) is dropped.
     func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord? = nil) {
         var headers: [KafkaHeader] = []
         // Byte for byte as the input had them (contract section 3), UTF-8 or not.
         if let apnsId = result.apnsIdHeader { headers.append(KafkaHeader(name: "apns-id", value: apnsId)) }
         if let traceparent = result.traceparentHeader { headers.append(KafkaHeader(name: "traceparent", value: traceparent)) }
         let source = TopicPartition(topic: result.source.topic, partition: result.source.partition)
+        guard state.withLock({ $0.owned.contains(source) }) else {
+            logger.debug("result dropped: its partition is no longer assigned to this member; its next owner reads the record again", metadata: [
+                "partition": "\(source)", "offset": String(result.source.offset), "messageId": result.messageId,
+            ])
+            return
+        }
         let now = WallClock.monotonicNs()
         // Two numbers: the dead letter (when there is one) goes before its result.
         let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
@@ -274,6 +336,8 @@ final class ResultPublisher: Sendable {
     private func enqueue(_ outgoing: Outgoing) {
         guard let producer = producer.producer else { return }
         let token = state.withLock { state -> UInt64? in
+            // Released while it was being published: dropped (see ``release(_:)``).
+            guard state.owned.contains(outgoing.source) else { return nil }
             if let lane = state.lanes[outgoing.source], !lane.isIdle {
                 state.lanes[outgoing.source]?.insert(outgoing)
                 return nil
@@ -281,9 +345,11 @@ final class ResultPublisher: Sendable {
             let token = state.nextToken
             state.nextToken += 1
             state.inFlight[token] = outgoing
+            state.beginHanding(outgoing.source)
             return token
         }
         guard let token else { return }
+        defer { endHanding(outgoing.source) }
         do throws(KafkaError) {
             try producer.produce(outgoing.record, token: token)
         } catch {
@@ -301,6 +367,11 @@ final class ResultPublisher: Sendable {
             let now = WallClock.monotonicNs()
             let batch = state.withLock { state -> [(UInt64, Outgoing)] in
                 guard var lane = state.lanes[tp], owner || !lane.draining else { return [] }
+                // Released (see ``release(_:)``): nothing of it is produced any more.
+                guard state.owned.contains(tp) else {
+                    state.lanes[tp]?.draining = false
+                    return []
+                }
                 guard lane.probe == nil, !lane.waiting.isEmpty, lane.retryAtNs <= now else {
                     state.lanes[tp]?.draining = false
                     return []
@@ -320,9 +391,11 @@ final class ResultPublisher: Sendable {
                 lane.waiting.removeFirst(count)
                 if lane.failing { lane.probe = batch[0].0 }
                 state.lanes[tp] = lane
+                state.beginHanding(tp, batch.count)
                 return batch
             }
             if batch.isEmpty { return }
+            defer { endHanding(tp, batch.count) }
             var failure: (index: Int, error: KafkaError)?
             for (index, (token, outgoing)) in batch.enumerated() {
                 do throws(KafkaError) {
@@ -413,6 +486,11 @@ final class ResultPublisher: Sendable {
             for (tp, outgoing) in back {
                 var lane = state.lanes[tp] ?? Lane()
                 if let probe = lane.probe, tokens.contains(probe) { lane.probe = nil }
+                // A partition released meanwhile keeps nothing: its next owner reads the records again.
+                guard state.owned.contains(tp) else {
+                    state.lanes[tp] = lane.isIdle || (lane.probe == nil && !lane.draining && lane.waiting.isEmpty) ? nil : lane
+                    continue
+                }
                 lane.insert(contentsOf: outgoing)
                 if backOff.contains(tp) {
                     lane.failing = true

@@ -26,7 +26,7 @@ extension ServiceConfiguration {
 
     /// The effective configuration as pretty JSON, with secret properties shown as `"*****"`.
     /// - Parameter registry: the workers `run` would use; when given, its Swift workers are listed under
-    ///   `swiftWorkers` and `drainTimeoutMs` counts their budgets.
+    ///   `swiftWorkers` and `drainTimeoutMs` and `rebalanceDrainTimeoutMs` count their budgets.
     ///
     /// Times are printed under the file's keys in whole milliseconds (`defaultBudgetMs`, `budgetMs`,
     /// `terminationGraceMs`, …), as they take effect: clamped as ``defaultBudget``, ``WorkerSpec/budget``
@@ -78,6 +78,7 @@ extension ServiceConfiguration {
             "maxPayloadBytes": .int(Int64(maxPayloadBytes)),
             "defaultBudgetMs": .int(defaultBudget.asBudgetSetting.wholeMilliseconds),
             "drainTimeoutMs": .int((registry.map { effectiveDrainTimeout(for: $0) } ?? effectiveDrainTimeout).wholeMilliseconds),
+            "rebalanceDrainTimeoutMs": .int((registry.map { effectiveRebalanceDrainTimeout(for: $0) } ?? effectiveRebalanceDrainTimeout).wholeMilliseconds),
             "workers": .object(workers.mapValues(worker)),
             // Workers a custom executable registers in Swift (beside or in place of configured ones).
             "swiftWorkers": registry.map { .object(swiftWorkers(in: $0)) } ?? .null,

@@ -73,6 +73,7 @@ extension ServiceConfiguration {
         if let value = try reader.int("maxPayloadBytes", min: 1) { maxPayloadBytes = value }
         if let value = try reader.int("defaultBudgetMs", min: 1) { defaultBudget = .milliseconds(value) }
         if let value = try reader.int("drainTimeoutMs", min: 0) { drainTimeout = .milliseconds(value) }
+        if let value = try reader.int("rebalanceDrainTimeoutMs", min: 0) { rebalanceDrainTimeout = .milliseconds(value) }
         if var log = try reader.object("log") {
             if let value = try log.string("level") { logLevel = try Self.parseLevel(value, key: "log.level") }
             if let value = try log.string("format") { logFormat = try Self.parseFormat(value, key: "log.format") }

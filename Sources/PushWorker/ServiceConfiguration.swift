@@ -49,6 +49,13 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// ``effectiveDrainTimeout(for:)``. Takes effect clamped to 0 … 2 147 483 647 ms (negative counts as
     /// zero) and in whole milliseconds (a sub-millisecond part is dropped).
     public var drainTimeout: Duration?
+    /// How long a partition revocation (a rebalance) waits for the revoked partitions' running jobs and
+    /// their results before it cuts the jobs still running short, without a result (file
+    /// `rebalanceDrainTimeoutMs`, in milliseconds), or `nil` (the default) for the drain timeout
+    /// (``effectiveDrainTimeout(for:)``) but at most 10 s; see ``effectiveRebalanceDrainTimeout(for:)``.
+    /// The wait blocks the consumer's poll thread and holds the group's rebalance, so it is kept short.
+    /// Takes effect clamped to 0 … 2 147 483 647 ms (negative counts as zero), in whole milliseconds.
+    public var rebalanceDrainTimeout: Duration?
     /// The workers by payload `type`.
     public var workers: [String: WorkerSpec] = [:]
     /// The worker for a missing or unregistered `type`, or `nil` (then: `noData` / `noWorker`).
@@ -151,6 +158,25 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public func effectiveDrainTimeout(for registry: WorkerRegistry) -> Duration {
         if let drainTimeout { return drainTimeout.asWaitSetting }
         return max(effectiveDrainTimeout, registry.largestBudget.asWaitSetting + .seconds(10))
+    }
+
+    /// The longest rebalance drain timeout pushworker picks on its own: 10 s.
+    public static let defaultRebalanceDrainTimeoutLimit: Duration = .seconds(10)
+
+    /// How long a revocation waits for the revoked partitions' running jobs and their results (see
+    /// ``rebalanceDrainTimeout``): ``rebalanceDrainTimeout`` when set (clamped to 0 … 2 147 483 647 ms),
+    /// else the smaller of ``effectiveDrainTimeout(for:)`` and ``defaultRebalanceDrainTimeoutLimit`` (10 s).
+    /// Jobs still running then are cut short without a result and their records are read again by the
+    /// partitions' next owner (docs/guarantees.md, "Rebalances").
+    public func effectiveRebalanceDrainTimeout(for registry: WorkerRegistry) -> Duration {
+        if let rebalanceDrainTimeout { return rebalanceDrainTimeout.asWaitSetting }
+        return min(effectiveDrainTimeout(for: registry), Self.defaultRebalanceDrainTimeoutLimit)
+    }
+
+    /// ``effectiveRebalanceDrainTimeout(for:)`` counting the configured workers' budgets only.
+    public var effectiveRebalanceDrainTimeout: Duration {
+        if let rebalanceDrainTimeout { return rebalanceDrainTimeout.asWaitSetting }
+        return min(effectiveDrainTimeout, Self.defaultRebalanceDrainTimeoutLimit)
     }
 
     /// Checks the workers registered for this deployment (configured and Swift ones) against

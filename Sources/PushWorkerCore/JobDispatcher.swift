@@ -9,7 +9,7 @@ import Synchronization
 ///   registration sets it; the rest wait, and their budget has not started.
 /// - Every submitted record yields exactly one ``ResultRecord`` through `onResult`, with the
 ///   ``InputRecord`` it answers (for a dead-letter copy), unless it is taken back with
-///   ``discardWaiting(where:)`` before its worker starts, or cut short by ``stopNow()``.
+///   ``discardWaiting(where:)`` before its worker starts, or cut short by ``stopNow()`` or ``cutShort(where:)``.
 /// - Collapse (on unless `collapse` is false): a record with a key and an `apns-collapse-id` that arrives
 ///   while an older record with the same key and collapse id waits (not started) replaces it: the older one
 ///   gets `noData` / `collapsed` at once and the newer one waits at the back of the key's line, so the key's
@@ -348,24 +348,40 @@ public final class JobDispatcher: Sendable {
     ///   particular order.
     @discardableResult
     public func stopNow() -> [RecordSource] {
+        state.withLock { $0.stopped = true }
+        return cutShort { _ in true }
+    }
+
+    /// Cuts short the jobs whose source matches, e.g. those of partitions revoked or lost in a rebalance
+    /// (``stopNow()`` for a subset, without stopping the dispatcher): takes back their waiting jobs, as
+    /// ``discardWaiting(where:)`` does, and cancels their running jobs' tasks without reporting a result
+    /// for them. A matching job whose outcome was already decided (its worker had returned, or its deadline
+    /// had passed) still has its result reported through `onResult`, possibly after this returns. Jobs that
+    /// do not match go on untouched, and later jobs start as before. A worker that ignores the cancellation
+    /// goes on unobserved; its slot is freed now.
+    /// - Returns: the sources of the jobs taken back or cut short (none of them gets a result).
+    @discardableResult
+    public func cutShort(where matches: @Sendable (RecordSource) -> Bool) -> [RecordSource] {
         let active = state.withLock { state -> [Pending] in
-            state.stopped = true
-            return Array(state.active.values)
+            state.active.values.filter { matches($0.job.source) }
         }
-        var sources = discardWaiting { _ in true }
+        var sources = discardWaiting(where: matches)
         let cut = active.filter { pending in pending.run.map { executor.abort($0) } ?? false }
         sources += cut.map(\.job.source)
         guard !cut.isEmpty else { return sources }
-        let wake = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
             for pending in cut {
                 state.release(pending)
-                // Nothing waits behind the key any more (every waiting job has been taken back).
-                if let key = pending.job.key, state.keyQueues[key]?.isEmpty ?? true { state.keyQueues[key] = nil }
+                // The key goes to the next job queued behind it (a record of another partition with the same
+                // key), or is freed: every matching waiting job has been taken back.
+                if let key = pending.job.key { state.passKey(key) }
             }
-            guard state.running == 0 && state.waiting == 0 else { return [] }
+            let toStart = state.fillSlots(maxInFlight: maxInFlight)
+            guard state.running == 0 && state.waiting == 0 else { return (toStart, []) }
             defer { state.idleWaiters.removeAll() }
-            return state.idleWaiters
+            return (toStart, state.idleWaiters)
         }
+        toStart.forEach(start)
         wake.forEach { $0.resume() }
         return sources
     }

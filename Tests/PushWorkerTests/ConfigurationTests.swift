@@ -241,6 +241,22 @@ import Testing
         #expect(explicit.effectiveDrainTimeout(for: registry) == .milliseconds(3000), "an explicit drainTimeoutMs wins")
     }
 
+    @Test func rebalanceDrainTimeoutIsTheDrainTimeoutButAtMostTenSecondsUnlessSet() throws {
+        let registry = WorkerRegistry()
+        // Default budget 30 s: drains wait 40 s, a revocation 10 s.
+        let defaults = try Self.load("{}")
+        #expect(defaults.effectiveDrainTimeout(for: registry) == .seconds(40))
+        #expect(defaults.effectiveRebalanceDrainTimeout(for: registry) == .seconds(10))
+        #expect(defaults.effectiveDescription(registry: registry).contains(#""rebalanceDrainTimeoutMs" : 10000,"#))
+        // A short drain timeout bounds revocations too (files written before the key existed keep it).
+        let short = try Self.load(#"{ drainTimeoutMs: 3000 }"#)
+        #expect(short.effectiveRebalanceDrainTimeout(for: registry) == .milliseconds(3000))
+        let explicit = try Self.load(#"{ drainTimeoutMs: 3000, rebalanceDrainTimeoutMs: 25000 }"#)
+        #expect(explicit.rebalanceDrainTimeout == .milliseconds(25_000))
+        #expect(explicit.effectiveRebalanceDrainTimeout(for: registry) == .milliseconds(25_000), "an explicit rebalanceDrainTimeoutMs wins")
+        #expect(Self.error(#"{ rebalanceDrainTimeoutMs: -1 }"#)?.key == "rebalanceDrainTimeoutMs")
+    }
+
     @Test func tlsFilesThatDoNotExistAreRefusedAtStartup() throws {
         let missing = Self.error(#"{ kafka: { "security.protocol": "SSL", "ssl.ca.location": "/etc/pushworker/no-such-ca.pem" } }"#)
         #expect(missing?.key == "kafka.ssl.ca.location")
