@@ -11,7 +11,7 @@ final class CStringArray {
         pointers = []
         pointers.reserveCapacity(strings.count + 1)
         for string in strings {
-            guard let copy = strdup(string) else {
+            guard let copy = strdup(string) else {  // NUL-safe: ChildProcess.init refuses an argument or variable holding a NUL byte before this copy
                 throw ChildProcessError(.setupFailed, program: program, operation: "strdup", errorNumber: ENOMEM)
             }
             pointers.append(copy)

@@ -52,7 +52,7 @@ package struct ChildProcessError: Error, CustomStringConvertible, Sendable, Equa
     package var description: String {
         var text = program.isEmpty ? operation : "cannot start \(program): \(operation)"
         if let errorNumber {
-            text += ": \(String(cString: strerror(errorNumber))) (errno \(errorNumber), \(code))"
+            text += ": \(String(cString: strerror(errorNumber))) (errno \(errorNumber), \(code))"  // NUL-safe: libc's own message text
         } else {
             text += " (\(code))"
         }
