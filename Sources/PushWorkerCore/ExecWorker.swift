@@ -125,7 +125,7 @@ public struct ExecWorker: Worker {
         // Start the program and do its blocking pipe I/O on a dedicated thread, never on the cooperative
         // pool. The program starts in a process group of its own, with an empty signal mask and default
         // signal actions (ChildProcess), whatever this thread blocks and pushworker catches.
-        let launch: Result<ChildProcess, LaunchError> = await withCheckedContinuation { continuation in
+        let launch: Result<Void, LaunchError> = await withCheckedContinuation { continuation in
             let io = Thread {
                 let child: ChildProcess
                 do {
@@ -134,7 +134,10 @@ public struct ExecWorker: Worker {
                     continuation.resume(returning: .failure(LaunchError(description: "exec worker: \(error)")))
                     return
                 }
-                continuation.resume(returning: .success(child))
+                // Handed over through the run's lock, not the continuation: its resume is invisible to
+                // ThreadSanitizer, which then reported the child's fields as racing with their initialisation.
+                run.started(child)
+                continuation.resume(returning: .success(()))
                 if let stderr = child.stderr {
                     Self.logLines(of: stderr, logger: logger, metadata: [
                         "messageId": job.messageId, "type": job.type ?? "", "program": program,
@@ -159,7 +162,8 @@ public struct ExecWorker: Worker {
             io.name = "pushworker-exec-io"
             io.start()
         }
-        let child = try launch.get()
+        try launch.get()
+        guard let child = run.child else { throw LaunchError(description: "exec worker: \(path) started, but its process was not handed over") }
         let grace = terminationGrace
         let (status, signaled, output) = await withTaskCancellationHandler {
             let termination = await child.waitForExit()
@@ -229,30 +233,43 @@ public struct ExecWorker: Worker {
 }
 
 /// Joins an exec worker's two ends: the program's exit and the end of its stdout.
+///
+/// Everything passes through its lock, never through a continuation's value alone: a continuation resumed on
+/// the I/O thread and run on the cooperative pool carries no happens-before edge that ThreadSanitizer sees.
 final class ProcessRun: Sendable {
     private struct State {
+        var child: ChildProcess?
         var status: (Int32, Bool)?
         var output: Data?
-        var waiter: CheckedContinuation<(Int32, Bool, Data), Never>?
+        var waiter: CheckedContinuation<Void, Never>?
     }
     private let state = Mutex(State())
+
+    /// Keeps the started child for ``child`` (called on the I/O thread before it resumes the launch).
+    func started(_ child: ChildProcess) { state.withLock { $0.child = child } }
+    /// The started child, or `nil` before ``started(_:)``.
+    var child: ChildProcess? { state.withLock { $0.child } }
 
     func finish(status: Int32, signaled: Bool) { update { $0.status = (status, signaled) } }
     func finish(output: Data) { update { $0.output = output } }
 
+    /// Waits for both ends, then reads them under the lock.
     func wait() async -> (Int32, Bool, Data) {
         await withCheckedContinuation { continuation in
             update { $0.waiter = continuation }
         }
+        return state.withLock { state in
+            (state.status?.0 ?? -1, state.status?.1 ?? false, state.output ?? Data())
+        }
     }
 
     private func update(_ change: (inout State) -> Void) {
-        let ready = state.withLock { state -> (CheckedContinuation<(Int32, Bool, Data), Never>, (Int32, Bool, Data))? in
+        let ready = state.withLock { state -> CheckedContinuation<Void, Never>? in
             change(&state)
-            guard let (status, signaled) = state.status, let output = state.output, let waiter = state.waiter else { return nil }
+            guard state.status != nil, state.output != nil, let waiter = state.waiter else { return nil }
             state.waiter = nil
-            return (waiter, (status, signaled, output))
+            return waiter
         }
-        if let (waiter, value) = ready { waiter.resume(returning: value) }
+        ready?.resume()
     }
 }
