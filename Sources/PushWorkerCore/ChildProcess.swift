@@ -139,9 +139,12 @@ package final class ChildProcess: Sendable {
         // forked (it holds a copy of every descriptor until its own exec) while the file was being written
         // here. That passes within moments: retry a few times (1 + 2 + … + 32 ms at most) before failing.
         for retry in 0...6 {
-            result = arguments.withArray { argv in
-                variables.withArray { envp in
-                    posix_spawn(&child, path, actions.pointer, attributes.pointer, argv, envp)
+            // Under the spawn gate: a socket closed and re-bound meanwhile (SpawnGate) never lives on in this child.
+            result = SpawnGate.starting {
+                arguments.withArray { argv in
+                    variables.withArray { envp in
+                        posix_spawn(&child, path, actions.pointer, attributes.pointer, argv, envp)
+                    }
                 }
             }
             guard result == ETXTBSY, retry < 6 else { break }

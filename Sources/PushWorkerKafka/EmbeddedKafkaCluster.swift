@@ -54,6 +54,10 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
 
     /// Takes a broker down (`rd_kafka_mock_broker_set_down`): its connections are closed and new ones
     /// refused until ``setBrokerUp(_:)``. Broker ids start at 1.
+    ///
+    /// librdkafka closes the broker's listener and binds its port again at once, and aborts the process if
+    /// that bind fails, as it does while a child process being started holds a copy of the old listener: in
+    /// a process that starts children, call it inside `SpawnGate.whileNoChildStarts` (PushWorkerCore).
     public func setBrokerDown(_ brokerId: Int32) throws {
         try withCluster { rd_kafka_mock_broker_set_down($0, brokerId) }
     }

@@ -144,7 +144,8 @@ struct MetricsEndpointTests {
         #expect(live.status == 200 && live.body == "ok\n")
 
         // The only broker goes down: the next statistics show no connection up, and readiness follows.
-        try harness.cluster.setBrokerDown(1)
+        // While no child process starts: one would hold a copy of the listener the mock closes and binds again.
+        try SpawnGate.whileNoChildStarts { try harness.cluster.setBrokerDown(1) }
         var down = (status: 0, body: "", headers: [String: String]())
         #expect(try await HTTPProbe.eventually(timeout: .seconds(30)) {
             down = try await HTTPProbe.request(base + "/readyz")
