@@ -319,6 +319,7 @@ public final class PushWorkerService: Sendable {
             statisticsIntervalMs: Int(consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
             stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         consumerBox.withLock { $0 = consumer }
+        publisher.prepareOutputTopics(configuration.outputTopics)
         do {
             try consumer.subscribe(configuration.inputTopics)
         } catch {

@@ -184,6 +184,25 @@ final class ResultPublisher: Sendable {
         }
     }
 
+    /// Fetches the metadata of the output topics (the results topic and the dead-letter topic) on a
+    /// thread of its own, without waiting for it (``KafkaProducer/prepareTopic(_:timeoutMs:)``), so that
+    /// the first results are produced at once rather than after librdkafka's next topic scan (up to 1 s,
+    /// during which no offset can be committed). A failure (broker unreachable, topic refused) is logged
+    /// at debug level and changes nothing else: librdkafka learns the topic as it would have.
+    func prepareOutputTopics(_ topics: [String], timeoutMs: Int32 = 10_000) {
+        guard let producer = producer.producer else { return }
+        let logger = logger
+        Thread.detachNewThread {
+            for topic in topics {
+                do {
+                    try producer.prepareTopic(topic, timeoutMs: timeoutMs)
+                } catch {
+                    logger.debug("output topic metadata not fetched at start; librdkafka fetches it when it is first produced to", metadata: ["topic": topic, "error": "\(error)"])
+                }
+            }
+        }
+    }
+
     /// Notes partitions assigned to this member: their results are produced from now on.
     func own(_ partitions: [TopicPartition]) {
         state.withLock { $0.owned.formUnion(partitions) }

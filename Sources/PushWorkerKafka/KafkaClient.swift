@@ -82,4 +82,26 @@ final class KafkaClient: @unchecked Sendable {
 
     /// The client's name, e.g. `rdkafka#producer-1`.
     var name: String { String(cString: rd_kafka_name(handle)) }  // NUL-safe: librdkafka's own text (names, errors, versions)
+
+    /// The number of partitions of `topic` from the cluster's metadata (`rd_kafka_topic_new`, then
+    /// `rd_kafka_metadata` for that topic alone). The topic stays known to this client, with its partitions
+    /// and leaders. Blocking.
+    /// - Throws: ``KafkaError/Code/admin`` if the request fails or the topic does not exist.
+    func partitionCount(topic: String, timeoutMs: Int32) throws -> Int {
+        guard let rkt = rd_kafka_topic_new(handle, topic, nil) else {
+            throw KafkaError(.admin, "cannot create a topic handle for \(topic)")
+        }
+        defer { rd_kafka_topic_destroy(rkt) }
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(handle, 0, rkt, &metadata, timeoutMs)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw KafkaError(.admin, "metadata for \(topic)", err) }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        for index in 0..<Int(metadata.pointee.topic_cnt) {
+            let entry = metadata.pointee.topics[index]
+            guard String(cString: entry.topic) == topic else { continue }  // NUL-safe: librdkafka's own text (names, errors, versions)
+            if entry.err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.admin, "topic \(topic)", entry.err) }
+            return Int(entry.partition_cnt)
+        }
+        throw KafkaError(.admin, "topic \(topic) is not in the cluster's metadata")
+    }
 }

@@ -201,21 +201,7 @@ public final class KafkaConsumer: Sendable {
     /// Blocking: call on a dedicated thread.
     /// - Throws: ``KafkaError/Code/admin`` if the request fails or the topic does not exist.
     public func partitionCount(topic: String, timeoutMs: Int32) throws -> Int {
-        guard let rkt = rd_kafka_topic_new(client.handle, topic, nil) else {
-            throw KafkaError(.admin, "cannot create a topic handle for \(topic)")
-        }
-        defer { rd_kafka_topic_destroy(rkt) }
-        var metadata: UnsafePointer<rd_kafka_metadata>?
-        let err = rd_kafka_metadata(client.handle, 0, rkt, &metadata, timeoutMs)
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw KafkaError(.admin, "metadata for \(topic)", err) }
-        defer { rd_kafka_metadata_destroy(metadata) }
-        for index in 0..<Int(metadata.pointee.topic_cnt) {
-            let entry = metadata.pointee.topics[index]
-            guard String(cString: entry.topic) == topic else { continue }  // NUL-safe: librdkafka's own text (names, errors, versions)
-            if entry.err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.admin, "topic \(topic)", entry.err) }
-            return Int(entry.partition_cnt)
-        }
-        throw KafkaError(.admin, "topic \(topic) is not in the cluster's metadata")
+        try client.partitionCount(topic: topic, timeoutMs: timeoutMs)
     }
 
     /// Every partition of `topic` (0 to ``partitionCount(topic:timeoutMs:)`` − 1), from the cluster's

@@ -127,6 +127,20 @@ public final class KafkaProducer: Sendable {
         return .nanoseconds(max(0, MonotonicClock.nowNs() - last))
     }
 
+    /// Makes `topic` known to the producer with its partitions and leaders, from the cluster's metadata
+    /// (`rd_kafka_topic_new`, then `rd_kafka_metadata` for that topic): the first record produced to it
+    /// then goes out at once. Without it, librdkafka 2.0.2 learns a topic first named by a produce call
+    /// only at its next topic scan, once a second: records produced meanwhile wait in its queue, and so do
+    /// their delivery reports (seen: 2 191 results held 0.8 s after a service's first one). Blocking: call
+    /// on a dedicated thread.
+    /// - Returns: the topic's partition count.
+    /// - Throws: ``KafkaError/Code/admin`` if the request fails or times out, or the topic does not exist
+    ///   or is refused; records produced to it later are handled as usual.
+    @discardableResult
+    public func prepareTopic(_ topic: String, timeoutMs: Int32) throws -> Int {
+        try client.partitionCount(topic: topic, timeoutMs: timeoutMs)
+    }
+
     /// The number of records and requests librdkafka still holds (`rd_kafka_outq_len`).
     public var outstanding: Int { Int(rd_kafka_outq_len(client.handle)) }
 
