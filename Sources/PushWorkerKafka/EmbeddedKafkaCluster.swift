@@ -96,6 +96,64 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
         }
     }
 
+    /// Delays every response of broker `brokerId` by `rttMs` milliseconds (`rd_kafka_mock_broker_set_rtt`):
+    /// a slow broker or a slow network. `brokerId` -1 means every broker; `rttMs` 0 takes the delay away.
+    /// The delay applies to responses sent from now on (a request waiting for its response gets it later).
+    /// - Throws: ``KafkaError/Code/mockCluster`` for an unknown broker (`BROKER_NOT_AVAILABLE`);
+    ///   ``KafkaError/Code/closed`` once shut down.
+    public func setBrokerRTT(_ brokerId: Int32, rttMs: Int) throws {
+        try withCluster { rd_kafka_mock_broker_set_rtt($0, brokerId, Int32(clamping: rttMs)) }
+    }
+
+    /// Makes broker `brokerId` the coordinator of consumer group `group` (`rd_kafka_mock_coordinator_set`,
+    /// key type `group`): a coordinator move. The group's state (members, generation, committed offsets)
+    /// stays, as the mock keeps it per cluster; the old coordinator answers the group's JoinGroup, SyncGroup,
+    /// Heartbeat and LeaveGroup requests `NOT_COORDINATOR` from now on, so clients find the new one. A
+    /// broker id that does not exist makes the group's coordinator unavailable (`COORDINATOR_NOT_AVAILABLE`).
+    /// - Throws: ``KafkaError/Code/closed`` once shut down.
+    public func setGroupCoordinator(group: String, brokerId: Int32) throws {
+        try withCluster { rd_kafka_mock_coordinator_set($0, "group", group, brokerId) }
+    }
+
+    /// Makes broker `brokerId` the leader of `topic`'s `partition` (`rd_kafka_mock_partition_set_leader`),
+    /// or leaves it without a leader with -1: a leader move. The partition's records stay (the mock keeps
+    /// one log per partition, not per broker); the old leader answers Produce and Fetch requests for it
+    /// `NOT_LEADER_FOR_PARTITION`, and clients find the new leader in their next metadata. The topic is
+    /// created if it does not exist.
+    /// - Throws: ``KafkaError/Code/mockCluster`` for an unknown broker (`BROKER_NOT_AVAILABLE`) or
+    ///   partition (`UNKNOWN_TOPIC_OR_PART`); ``KafkaError/Code/closed`` once shut down.
+    public func setPartitionLeader(topic: String, partition: Int32, brokerId: Int32) throws {
+        try withCluster { rd_kafka_mock_partition_set_leader($0, topic, partition, brokerId) }
+    }
+
+    /// Makes the next requests with Kafka API key `apiKey` that broker `brokerId` receives fail, one per
+    /// entry of `errors`, in order: each with its librdkafka error code (0 for none) after its response
+    /// delay in milliseconds (`rd_kafka_mock_broker_push_request_error_rtts`, one tuple at a time). A
+    /// broker's errors are used before the cluster's (``pushRequestErrors(apiKey:count:error:)``).
+    /// `RD_KAFKA_RESP_ERR__TRANSPORT` (-195) closes the connection instead of answering.
+    /// Kafka API keys: Produce 0, Fetch 1, OffsetCommit 8, FindCoordinator 10, JoinGroup 11, Heartbeat 12,
+    /// SyncGroup 14.
+    /// - Throws: ``KafkaError/Code/mockCluster`` for an unknown broker; ``KafkaError/Code/closed`` once shut down.
+    public func pushRequestErrors(brokerId: Int32, apiKey: Int16, errors: [(error: Int32, rttMs: Int)]) throws {
+        for entry in errors {
+            try withCluster {
+                pushworker_mock_broker_push_request_error_rtt($0, brokerId, apiKey, rd_kafka_resp_err_t(rawValue: entry.error), Int32(clamping: entry.rttMs))
+            }
+        }
+    }
+
+    /// How many of the errors pushed with ``pushRequestErrors(brokerId:apiKey:errors:)`` broker `brokerId`
+    /// has not used yet for `apiKey` (`rd_kafka_mock_broker_error_stack_cnt`): the pushed count minus this
+    /// is how many requests failed so far.
+    /// - Throws: ``KafkaError/Code/mockCluster`` for an unknown broker; ``KafkaError/Code/closed`` once shut down.
+    public func requestErrorsLeft(brokerId: Int32, apiKey: Int16) throws -> Int {
+        var count = 0
+        try withCluster { mc in
+            rd_kafka_mock_broker_error_stack_cnt(mc, brokerId, apiKey, &count)
+        }
+        return count
+    }
+
     /// Stops the brokers (`rd_kafka_mock_cluster_destroy`). Clients still connected see transport errors.
     /// Calling it twice does nothing.
     public func shutdown() {
