@@ -60,15 +60,18 @@ public final class PushWorkerTestHarness: Sendable {
     /// - Parameters:
     ///   - registry: the workers under test.
     ///   - partitions: partitions of the input and results topics (default 2).
+    ///   - brokers: brokers of the embedded cluster (default 1; more to take one down, or move a partition's
+    ///     leader or the group's coordinator to another, while the others serve).
     ///   - configure: changes to the configuration (topic and group names are unique already; the HTTP
     ///     server of `/metrics`, `/healthz` and `/readyz` is off unless turned on here).
     /// - Throws: ``KafkaError`` if the cluster or the clients cannot start.
     public static func start(
         registry: WorkerRegistry,
         partitions: Int = 2,
+        brokers: Int = 1,
         configure: (inout ServiceConfiguration) -> Void = { _ in }
     ) async throws -> PushWorkerTestHarness {
-        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let cluster = try EmbeddedKafkaCluster(brokers: brokers)
         let suffix = UUID().uuidString.prefix(8).lowercased()
         var configuration = ServiceConfiguration()
         configuration.kafka = KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers])
@@ -161,7 +164,7 @@ public final class PushWorkerTestHarness: Sendable {
 
     /// Reads up to `count` records from any topic of the cluster, from the beginning of every partition,
     /// within `timeout`: e.g. the dead-letter topic (`configuration.deadLetter?.topic`, created by
-    /// ``start(registry:partitions:configure:)`` when set). Returns fewer when fewer arrive in time.
+    /// ``start(registry:partitions:brokers:configure:)`` when set). Returns fewer when fewer arrive in time.
     public func readTopic(_ topic: String, count: Int, timeout: Duration = .seconds(15)) async throws -> [KafkaRecord] {
         let configuration = self.configuration
         return try await DedicatedThread.run(name: "harness-read") { () throws -> [KafkaRecord] in

@@ -45,7 +45,7 @@ struct CrashRerunTests {
 
         let ids = (0..<count).map { "crash-\(suffix)-\($0)" }
         try await produceInputs(ids, topic: inputTopic, servers: cluster.bootstrapServers)
-        let tail = try ResultsTail(servers: cluster.bootstrapServers, topic: resultsTopic, inputs: ids)
+        let tail = try ResultsTopicTail(servers: cluster.bootstrapServers, topic: resultsTopic, inputs: ids)
         defer { tail.stop() }
 
         // A short session timeout: a restarted member gets the killed member's partitions once the group
@@ -147,84 +147,5 @@ struct CrashRerunTests {
         let all = await eventually(timeout: .seconds(60)) { delivered.load(ordering: .relaxed) + failed.load(ordering: .relaxed) == ids.count }
         await producer.close()
         #expect(all && failed.load(ordering: .relaxed) == 0, "\(delivered.load(ordering: .relaxed)) of \(ids.count) inputs delivered")
-    }
-}
-
-/// Reads a results topic from its beginning on a thread of its own and notes each result's `messageId`
-/// in a ``ResultLedger``.
-final class ResultsTail: Sendable {
-    private struct State {
-        var ledger = ResultLedger()
-        /// The next offset to read, per results partition.
-        var next: [TopicPartition: Int64] = [:]
-        /// The input offsets that have a result (the results' `source`), per input partition.
-        var answered: [TopicPartition: Set<Int64>] = [:]
-    }
-
-    private let state = Mutex(State())
-    private let consumer: KafkaConsumer
-    private let partitions: [TopicPartition]
-    private let stopped = Atomic<Bool>(false)
-
-    /// Starts reading `topic`; `inputs` are the ids produced.
-    init(servers: String, topic: String, inputs: [String]) throws {
-        consumer = try KafkaConsumer.reader(configuration: KafkaConfiguration(["bootstrap.servers": servers, "fetch.wait.max.ms": "20"]))
-        partitions = try consumer.partitions(of: topic, timeoutMs: 10_000)
-        try consumer.assign(partitions.map { TopicPartitionOffset($0, offset: KafkaConsumer.offsetBeginning) })
-        state.withLock { state in inputs.forEach { state.ledger.produced($0) } }
-        let thread = Thread { [self] in
-            while !stopped.load(ordering: .acquiring) {
-                guard let record = try? consumer.poll(timeoutMs: 100) else { continue }
-                let object = record.value.flatMap { try? JSONSerialization.jsonObject(with: Data($0)) as? [String: Any] }
-                let id = object?["messageId"] as? String ?? "(unreadable result at \(record.topicPartition) offset \(record.offset))"
-                let source = object?["source"] as? [String: Any]
-                let input = (source?["topic"] as? String).flatMap { topic in
-                    (source?["partition"] as? Int).flatMap { partition in
-                        (source?["offset"] as? Int).map { (TopicPartition(topic: topic, partition: Int32(partition)), Int64($0)) }
-                    }
-                }
-                state.withLock { state in
-                    state.ledger.sawResult(id)
-                    state.next[record.topicPartition] = record.offset + 1
-                    if let input { state.answered[input.0, default: []].insert(input.1) }
-                }
-            }
-        }
-        thread.name = "results-tail"
-        thread.start()
-    }
-
-    /// The ledger so far.
-    var ledger: ResultLedger { state.withLock { $0.ledger } }
-
-    /// Charges the duplicates read from now on to a new crash (``ResultLedger/crashed()``).
-    func crashed() { state.withLock { $0.ledger.crashed() } }
-
-    /// The input positions below `committed` (per input partition) that have no result.
-    func unanswered(below committed: [TopicPartitionOffset]) -> [TopicPartitionOffset] {
-        let answered = state.withLock { $0.answered }
-        return committed.flatMap { entry in
-            (0..<max(0, entry.offset)).filter { answered[entry.topicPartition]?.contains($0) != true }.map { TopicPartitionOffset(entry.topicPartition, offset: $0) }
-        }
-    }
-
-    /// Waits until every record on the topic now has been read (each partition's high watermark).
-    func waitUntilCaughtUp(timeout: Duration) async throws -> Bool {
-        let consumer = consumer
-        let partitions = partitions
-        let highs = try await DedicatedThread.run(name: "results-watermarks") {
-            try partitions.map { ($0, try consumer.watermarks($0, timeoutMs: 10_000).high) }
-        }
-        return await eventually(timeout: timeout) {
-            let next = state.withLock { $0.next }
-            return highs.allSatisfy { tp, high in high <= 0 || (next[tp] ?? 0) >= high }
-        }
-    }
-
-    /// Stops the reading thread; it holds this tail (and so the consumer) until its poll returns, so the
-    /// consumer is freed on that thread, never during a poll and never on the cooperative pool.
-    func stop() {
-        stopped.store(true, ordering: .releasing)
-        consumer.wakeUp()
     }
 }
