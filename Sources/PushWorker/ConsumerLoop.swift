@@ -263,6 +263,7 @@ final class ConsumerLoop: Sendable {
                     try consumer.commit()
                 } catch {
                     statistics { $0.revocationCommitFailures += 1 }
+                    metrics.revocationCommitFailures.increment()
                     logger.warning("partitions revoked: committing their offsets failed; librdkafka commits them again at the unassign, and records whose commit is refused run again on their next owner",
                                    metadata: ["partitions": partitions.map(\.description).joined(separator: ","), "error": "\(error)"])
                 }
@@ -295,13 +296,17 @@ final class ConsumerLoop: Sendable {
     }
 
     /// Cuts short the running (and waiting) jobs of `partitions` (``JobDispatcher/cutShort(where:)``) and
-    /// marks their records abandoned; counts them in ``PushWorkerService/Statistics/jobsCutShortByRebalance``.
+    /// marks their records abandoned; counts them in ``PushWorkerService/Statistics/jobsCutShortByRebalance``
+    /// and `pushworker_jobs_cut_short_by_rebalance_total`.
     /// Returns how many.
     private func cutShort(_ partitions: [TopicPartition]) -> Int {
         let set = Set(partitions)
         let cut = dispatcher.cutShort { set.contains(TopicPartition(topic: $0.topic, partition: $0.partition)) }
         tracker.abandon(cut.map { (TopicPartition(topic: $0.topic, partition: $0.partition), $0.offset) })
-        if !cut.isEmpty { statistics { $0.jobsCutShortByRebalance += cut.count } }
+        if !cut.isEmpty {
+            statistics { $0.jobsCutShortByRebalance += cut.count }
+            metrics.jobsCutShortByRebalance.increment(by: Double(cut.count))
+        }
         return cut.count
     }
 

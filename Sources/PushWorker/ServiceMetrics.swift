@@ -30,6 +30,8 @@ final class ServiceMetrics: Sendable {
     let oldestUnacknowledgedAge: MetricGauge
     let consumerLag: MetricGauge
     let rebalances: MetricCounter
+    let jobsCutShortByRebalance: MetricCounter
+    let revocationCommitFailures: MetricCounter
     let assignedPartitions: MetricGauge
     let brokersUp: MetricGauge
     let producerQueueMessages: MetricGauge
@@ -100,6 +102,12 @@ final class ServiceMetrics: Sendable {
             help: "Records behind the end of each assigned partition (librdkafka statistics consumer_lag: end offset minus the stored or committed offset).",
             labels: ["topic", "partition"])
         rebalances = try r.counter("pushworker_rebalances_total", help: "Rebalance events of the consumer group member: assigned, revoked or lost.", labels: ["event"])
+        jobsCutShortByRebalance = try r.counter(
+            "pushworker_jobs_cut_short_by_rebalance_total",
+            help: "Jobs of revoked partitions still running at rebalanceDrainTimeoutMs, and jobs of lost partitions, cut short without a result: their partitions' next owner runs their records again.")
+        revocationCommitFailures = try r.counter(
+            "pushworker_revocation_commit_failures_total",
+            help: "Revocations whose commit of the revoked partitions' acknowledged offsets failed (e.g. REBALANCE_IN_PROGRESS): librdkafka tries again at the unassign; records whose commit is refused run again on the next owner.")
         assignedPartitions = try r.gauge("pushworker_assigned_partitions", help: "Partitions assigned to this member of the consumer group.")
         brokersUp = try r.gauge("pushworker_kafka_brokers_up", help: "Broker connections up, by client (librdkafka statistics).", labels: ["client"])
         producerQueueMessages = try r.gauge("pushworker_kafka_producer_queue_messages", help: "Results in the producer's librdkafka queue, not yet acknowledged (statistics msg_cnt).")
@@ -121,6 +129,8 @@ final class ServiceMetrics: Sendable {
         }
         durationByType = durations
         for event in ["assigned", "revoked", "lost"] { _ = rebalances.series([event]) }
+        jobsCutShortByRebalance.increment(by: 0)
+        revocationCommitFailures.increment(by: 0)
         recordsConsumed.increment(by: 0)
         for topic in outputTopics {
             for failure in ProduceFailure.allCases { produceErrors.increment(by: 0, labels: [topic, failure.rawValue]) }

@@ -160,7 +160,9 @@ struct RebalanceDrainTests {
             if run == 1 { await held.wait() }
             return .newData
         })
-        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 2)
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 2) {
+            $0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
+        }
         var ids: [String] = []
         for partition in Int32(0)..<2 {
             try await harness.produce(Self.push("held"), headers: ["apns-id": "held-\(partition)"], partition: partition)
@@ -180,6 +182,8 @@ struct RebalanceDrainTests {
         await held.open()
         let ledger = try await Self.ledger(harness, ids: ids, expected: ids.count)
         let cut = harness.service.currentStatistics.jobsCutShortByRebalance
+        let port = try await HTTPProbe.port(of: harness.service)
+        let metrics = Exposition(try await HTTPProbe.request("http://127.0.0.1:\(port)/metrics").body)
         try await harness.stopService()
         let committed = try await harness.committedOffsets()
         try await harness.shutdown()
@@ -187,7 +191,54 @@ struct RebalanceDrainTests {
         #expect(runs.withLock { $0 } == ["held-0": 2, "held-1": 2], "each record ran before the loss and once after it")
         #expect(ledger.lost.isEmpty, "\(ledger.summary)")
         #expect(cut == 2, "both running jobs were cut short by the loss: \(cut)")
+        #expect(metrics["pushworker_jobs_cut_short_by_rebalance_total"] == 2, "\(metrics.text)")
+        #expect(metrics["pushworker_revocation_commit_failures_total"] == 0, "a loss commits nothing, so no commit fails")
         #expect(ledger.duplicates == 0, "the runs cut short by the loss delivered nothing: \(ledger.summary)")
         #expect(committed == [0: 1, 1: 1], "\(committed)")
+    }
+
+    /// The coordinator refuses the revocation's commit (every OffsetCommit answered
+    /// GROUP_AUTHORIZATION_FAILED while a second member joins): the revocation counts it, in the statistics
+    /// and in `pushworker_revocation_commit_failures_total`, and the records whose commit was refused run
+    /// again on the new owner, each with a result (at-least-once); nothing is lost.
+    @Test func aRefusedRevocationCommitIsCountedAndItsRecordsRunAgain() async throws {
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
+        registry.register(type: "fast", worker: ClosureWorker { _ in .newData })
+        let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 4) {
+            // Offsets are stored at once but committed only by the revocation (or the final stop).
+            $0.consumer["auto.commit.interval.ms"] = "600000"
+            $0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
+        }
+        var ids: [String] = []
+        for partition in Int32(0)..<4 {
+            for index in 0..<2 {
+                try await harness.produce(Self.push("fast"), headers: ["apns-id": "fast-\(partition)-\(index)"], partition: partition)
+                ids.append("fast-\(partition)-\(index)")
+            }
+        }
+        _ = try await harness.results(count: ids.count)
+        // OffsetCommit (API key 8) answered GROUP_AUTHORIZATION_FAILED (30), not retried by librdkafka.
+        harness.cluster.pushRequestErrors(apiKey: 8, count: 1000, error: 30)
+        let other = PushWorkerService(configuration: harness.configuration, registry: registry) { _ in }
+        let otherTask = Task { try await other.run() }
+        try await Self.waitFor("the revocation's commit fails") { harness.service.currentStatistics.revocationCommitFailures >= 1 }
+        try await Self.waitFor("the second member owns partitions") { !other.currentStatistics.assignedPartitions.isEmpty }
+        harness.cluster.clearRequestErrors(apiKey: 8)
+        let port = try await HTTPProbe.port(of: harness.service)
+        let metrics = Exposition(try await HTTPProbe.request("http://127.0.0.1:\(port)/metrics").body)
+        let failures = harness.service.currentStatistics.revocationCommitFailures
+        let moved = other.currentStatistics.assignedPartitions.count
+        // The moved partitions' records (their commit refused) run again on the new owner.
+        try await Self.waitFor("the new owner runs the moved partitions' records again") { other.currentStatistics.resultsDelivered >= 2 * moved }
+        let ledger = try await Self.ledger(harness, ids: ids, expected: ids.count + 2 * moved)
+        other.shutdown()
+        try await otherTask.value
+        try await harness.shutdown()
+        print("refused-revocation-commit ledger: \(ledger.summary) moved=\(moved) revocationCommitFailures=\(failures)")
+        #expect(metrics["pushworker_revocation_commit_failures_total"] == Double(failures), "\(metrics.text)")
+        #expect(failures >= 1)
+        #expect(metrics["pushworker_jobs_cut_short_by_rebalance_total"] == 0, "no job was running")
+        #expect(ledger.lost.isEmpty && ledger.unexpected.isEmpty, "\(ledger.summary)")
+        #expect(ledger.duplicates == 2 * moved, "the moved partitions' records ran again, once each: \(ledger.summary)")
     }
 }
