@@ -71,13 +71,23 @@ struct ProcessFaultLedgerTests {
             #expect(reached, "a third of the inputs answered before the fault: \(tail.ledger.summary)")
         }
 
-        /// After a fault: every result already produced is read, and no input below a committed offset lacks
-        /// its result; `crash` charges the duplicates read from now on to a SIGKILL.
-        func afterFault(crash: Bool) async throws {
+        /// After a fault: no input below a committed offset lacks its result, and every result already
+        /// produced is read; `crash` charges the duplicates read from now on to a SIGKILL.
+        ///
+        /// The committed offsets are read first, then the results topic up to its end as it is after that:
+        /// an instance still running commits an offset only after its results are acknowledged, so every
+        /// result an offset read here covers is on the topic by then (read the other way round, a commit made
+        /// between the two reads would cover results the reader was not waiting for).
+        func afterFault(crash: Bool, instances: [RunningCommand]) async throws {
+            let committed = try await CrashRerunTests.committed(group: group, topic: inputTopic, servers: cluster.bootstrapServers)
             #expect(try await tail.waitUntilCaughtUp(timeout: .seconds(30)))
             if crash { tail.crashed() }
-            let committed = try await CrashRerunTests.committed(group: group, topic: inputTopic, servers: cluster.bootstrapServers)
-            #expect(tail.unanswered(below: committed).isEmpty, "inputs committed without a result: \(tail.unanswered(below: committed).prefix(10))")
+            #expect(tail.unanswered(below: committed).isEmpty, "inputs committed without a result: \(tail.unanswered(below: committed).prefix(10)); assignments: \(instances.map { Self.assignments($0) })")
+        }
+
+        /// An instance's `partitions assigned`, `revoked` and `lost` log lines (for failure messages).
+        static func assignments(_ instance: RunningCommand) -> String {
+            instance.stderr.split(separator: "\n").filter { $0.contains("partitions assigned") || $0.contains("partitions revoked") || $0.contains("partitions lost") }.joined(separator: " | ")
         }
 
         /// Waits for every input's result, stops `instances` gracefully (exit 0), checks the ledger and the
@@ -132,7 +142,7 @@ struct ProcessFaultLedgerTests {
         await setup.waitForAThird()
         first.signal(SIGTERM)
         #expect(try await first.waitForExit(timeout: .seconds(60)) == 0, "\(first.stderr.suffix(2000))")
-        try await setup.afterFault(crash: false)
+        try await setup.afterFault(crash: false, instances: [first])
         let second = try setup.start()
         try await setup.finish("sigtermRestart", instances: [second], faults: 1, detail: "pushworker run stopped with SIGTERM at a third of the results, then started again", kills: false)
     }
@@ -145,7 +155,7 @@ struct ProcessFaultLedgerTests {
         await setup.waitForAThird()
         first.signal(SIGKILL)
         _ = try await first.waitForExit(timeout: .seconds(30))
-        try await setup.afterFault(crash: true)
+        try await setup.afterFault(crash: true, instances: [first])
         let second = try setup.start()
         try await setup.finish("sigkillRestart", instances: [second], faults: 1, detail: "pushworker run killed with SIGKILL at a third of the results, then started again", kills: true)
     }
@@ -158,7 +168,7 @@ struct ProcessFaultLedgerTests {
         await setup.waitForAThird()
         b.signal(SIGTERM)
         #expect(try await b.waitForExit(timeout: .seconds(60)) == 0, "\(b.stderr.suffix(2000))")
-        try await setup.afterFault(crash: false)
+        try await setup.afterFault(crash: false, instances: [a, b])
         try await setup.finish("twoInstancesOneStopped", instances: [a], faults: 1, detail: "two instances in one group; one stopped with SIGTERM at a third of the results, the other goes on", kills: false)
     }
 
@@ -170,7 +180,7 @@ struct ProcessFaultLedgerTests {
         await setup.waitForAThird()
         b.signal(SIGKILL)
         _ = try await b.waitForExit(timeout: .seconds(30))
-        try await setup.afterFault(crash: true)
+        try await setup.afterFault(crash: true, instances: [a, b])
         try await setup.finish("twoInstancesOneKilled", instances: [a], faults: 1, detail: "two instances in one group; one killed with SIGKILL at a third of the results, the other takes its partitions over", kills: true)
     }
 }
