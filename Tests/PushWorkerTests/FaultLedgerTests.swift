@@ -28,6 +28,7 @@ struct FaultLedgerTests {
     enum APIKey {
         static let produce: Int16 = 0
         static let offsetCommit: Int16 = 8
+        static let findCoordinator: Int16 = 10
         static let joinGroup: Int16 = 11
         static let heartbeat: Int16 = 12
         static let syncGroup: Int16 = 14
@@ -82,9 +83,10 @@ struct FaultLedgerTests {
 
     @Test func heartbeatErrors() async throws {
         try await FaultLedger.run("heartbeatErrors", records: Self.records) { _ in } fault: { run in
-            // A rebalance, a coordinator to find again, then the member's session taken away (its partitions lost).
-            let used = try await run.requestErrors(apiKey: APIKey.heartbeat, [Code.rebalanceInProgress, Code.notCoordinator, Code.unknownMemberId])
-            return (used, "Heartbeat answered REBALANCE_IN_PROGRESS, NOT_COORDINATOR, UNKNOWN_MEMBER_ID (assignment lost)")
+            // The member's session taken away while results flow (its partitions lost), then, once it has
+            // joined again, a rebalance and a coordinator to find again.
+            let used = try await run.requestErrors(apiKey: APIKey.heartbeat, [Code.unknownMemberId, Code.rebalanceInProgress, Code.notCoordinator])
+            return (used, "Heartbeat answered UNKNOWN_MEMBER_ID (assignment lost), REBALANCE_IN_PROGRESS, NOT_COORDINATOR")
         }
     }
 
@@ -114,12 +116,33 @@ struct FaultLedgerTests {
         try await FaultLedger.run("coordinatorMove", records: Self.records, brokers: 3) { run in
             try run.cluster.setGroupCoordinator(group: run.configuration.groupId, brokerId: 1)
         } fault: { run in
-            // Two moves, each followed by results flowing (and being committed) with the new coordinator.
+            // Two moves, each noticed by the member and followed by results flowing (and being committed) with
+            // the new coordinator. Every broker answers the member's next lookup (FindCoordinator)
+            // COORDINATOR_NOT_AVAILABLE first.
+            var pushed = 0
+            func left() throws -> Int {
+                try (Int32(1)...3).reduce(0) { $0 + (try run.cluster.requestErrorsLeft(brokerId: $1, apiKey: APIKey.findCoordinator)) }
+            }
             for broker: Int32 in [2, 3] {
+                for id: Int32 in 1...3 where try run.cluster.requestErrorsLeft(brokerId: id, apiKey: APIKey.findCoordinator) == 0 {
+                    try run.cluster.pushRequestErrors(brokerId: id, apiKey: APIKey.findCoordinator, errors: [(Code.coordinatorNotAvailable, 0)])
+                    pushed += 1
+                }
+                let before = try left()
                 try run.cluster.setGroupCoordinator(group: run.configuration.groupId, brokerId: broker)
+                // The member notices the move (its next Heartbeat is answered NOT_COORDINATOR) and looks the
+                // coordinator up again: a lookup is answered with an injected error.
+                let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+                while try left() == before {
+                    if ContinuousClock.now >= deadline { throw KafkaError(.timedOut, "no FindCoordinator after the move to broker \(broker)") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
                 try await run.waitForProgress(by: run.records / 8)
             }
-            return (2, "group coordinator moved from broker 1 to 2, then to 3 (3 brokers)")
+            // Errors a broker has not used stay on its stack (the mock cannot clear a broker's): they are
+            // retriable and only delay a later lookup, and they are not counted.
+            let lookupsFailed = pushed - (try left())
+            return (2 + lookupsFailed, "group coordinator moved from broker 1 to 2, then to 3 (3 brokers); \(lookupsFailed) FindCoordinator requests answered COORDINATOR_NOT_AVAILABLE")
         }
     }
 
