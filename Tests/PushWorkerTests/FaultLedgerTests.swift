@@ -22,7 +22,11 @@ import Testing
 /// ThreadSanitizer run is serial) each scenario has a quarter of the records, and only the broker outage and
 /// the Produce, OffsetCommit and Heartbeat errors run: the others wait for rebalances or moves (10–20 s
 /// each) and exercise no other code of pushworker's under the sanitizers.
-@Suite(.timeLimit(.minutes(3)))
+///
+/// One scenario at a time (`.serialized`): nine services pushing records at full speed at once starved the
+/// test process's cooperative pool, and a timing test of another suite (NoopWorkerTests) then failed in a
+/// full `swift test` run.
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct FaultLedgerTests {
     /// Kafka API keys (the protocol's request types).
     enum APIKey {
