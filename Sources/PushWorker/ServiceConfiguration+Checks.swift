@@ -66,6 +66,12 @@ extension ServiceConfiguration {
         if consumer["enable.auto.offset.store"] == "true" || kafka["enable.auto.offset.store"] == "true" {
             throw ConfigurationError(.kafkaProperty, key: "consumer.enable.auto.offset.store", "pushworker stores each offset itself once its result is acknowledged; remove this property")
         }
+        if !exactlyOnce.enabled, producer["transactional.id"] != nil || kafka["transactional.id"] != nil {
+            throw ConfigurationError(.kafkaProperty, key: "producer.transactional.id", "a transactional producer needs pushworker's exactly-once mode; remove the property and set exactlyOnce: { enabled: true, transactionalId: ... } instead")
+        }
+        if exactlyOnce.enabled, ["read_uncommitted"].contains(consumer["isolation.level"] ?? kafka["isolation.level"] ?? "") {
+            throw ConfigurationError(.kafkaProperty, key: "consumer.isolation.level", "read_uncommitted would run input records of aborted upstream transactions in the exactly-once mode; remove it (librdkafka's default is read_committed)")
+        }
         try checkFileProperties()
         // Each property through rd_kafka_conf_set, then a client created offline with them all (librdkafka
         // loads the TLS material and checks SASL settings at creation), as `run` would.

@@ -57,6 +57,15 @@ extension ServiceConfiguration {
             }
             return .object(members)
         }
+        // The transactional.id in effect once the mode is on (the host name's default shown resolved).
+        let transactionalId: JSONValue = exactlyOnce.enabled
+            ? .string(exactlyOnce.effectiveTransactionalId(groupId: groupId))
+            : exactlyOnce.transactionalId.map(JSONValue.string) ?? .null
+        let effectiveExactlyOnce: JSONValue = .object([
+            "enabled": .bool(exactlyOnce.enabled), "transactionalId": transactionalId,
+            "commitIntervalMs": .int(exactlyOnce.commitIntervalMs),
+            "maxRecordsPerTransaction": .int(Int64(exactlyOnce.maxRecordsPerTransaction)),
+        ])
         let root: JSONValue = .object([
             "kafka": properties(kafka),
             "consumer": properties(consumer),
@@ -73,6 +82,7 @@ extension ServiceConfiguration {
             "dedupe": dedupe.map { dedupe in
                 .object(["windowMs": .int(dedupe.effectiveWindowMs), "maxEntries": .int(Int64(dedupe.effectiveMaxEntries))])
             } ?? .null,
+            "exactlyOnce": effectiveExactlyOnce,
             "maxInFlight": .int(Int64(maxInFlight)),
             "maxBufferedRecords": .int(Int64(maxBufferedRecords)),
             "maxPayloadBytes": .int(Int64(maxPayloadBytes)),

@@ -68,6 +68,18 @@ extension ServiceConfiguration {
             dedupe = enabled ? settings : nil
             try section.finish()
         }
+        if var section = try reader.object("exactlyOnce") {
+            if let value = try section.bool("enabled") { exactlyOnce.enabled = value }
+            if let value = try section.string("transactionalId") {
+                guard !value.isEmpty else {
+                    throw ConfigurationError(.invalidValue, key: "exactlyOnce.transactionalId", "is empty; name this member (stable across its restarts, unique in the group) or remove it for <groupId>-<host name>")
+                }
+                exactlyOnce.transactionalId = value
+            }
+            if let value = try section.int("commitIntervalMs", min: 1, max: 60_000) { exactlyOnce.commitInterval = .milliseconds(value) }
+            if let value = try section.int("maxRecordsPerTransaction", min: 1, max: 1_000_000) { exactlyOnce.maxRecordsPerTransaction = value }
+            try section.finish()
+        }
         if let value = try reader.int("maxInFlight", min: 1) { maxInFlight = value }
         if let value = try reader.int("maxBufferedRecords", min: 1) { maxBufferedRecords = value }
         if let value = try reader.int("maxPayloadBytes", min: 1) { maxPayloadBytes = value }
