@@ -56,6 +56,14 @@ public final class PushWorkerService: Sendable {
         /// Assigned partitions paused because their results (or dead letters) cannot be delivered now; each
         /// is resumed once they go through again.
         public var heldPartitions: [TopicPartition] = []
+        /// Exactly-once mode (``ServiceConfiguration/exactlyOnce``): transactions committed.
+        public var transactionsCommitted = 0
+        /// Exactly-once mode: transactions aborted (their input records are read and run again).
+        public var transactionsAborted = 0
+        /// Exactly-once mode: transactional calls made again after a retriable error (e.g. `_TIMED_OUT`).
+        public var transactionRetries = 0
+        /// Exactly-once mode: rewinds of the assigned partitions after an aborted transaction.
+        public var transactionRewinds = 0
         /// Whether the consumer has partitions assigned.
         public var assignedPartitions: [TopicPartition] = []
     }
@@ -263,27 +271,50 @@ public final class PushWorkerService: Sendable {
         })
         release.hold(consumer)
         let storeLogger = logger
-        let publisher = try ResultPublisher(
-            properties: configuration.producerProperties, resultsTopic: configuration.resultsTopic, tracker: tracker,
-            logger: logger, logHandler: kafkaLog, metrics: metrics,
-            // Weak: a worker that ignores a fast stop's cancellation may keep the publisher alive after the
-            // service has returned; it must not keep the consumer (its release belongs on a dedicated thread).
-            storeOffsets: { [weak consumer] offsets in
-                guard let consumer else { return }
-                for (tp, error) in consumer.storeOffsets(offsets) {
-                    storeLogger.debug("offset not stored (partition no longer assigned)", metadata: ["partition": "\(tp)", "error": error.message])
-                }
-            },
-            onDelivered: { [self] record in
-                self.statistics.withLock { $0.resultsDelivered += 1 }
-                onResult?(record)
-            },
-            onRetried: { [self] count in
-                self.statistics.withLock { $0.resultDeliveryRetries += count }
-            },
-            onReplaced: { [self] in
-                self.statistics.withLock { $0.recordsReplaced += 1 }
-            })
+        let onDelivered: @Sendable (KafkaOutgoingRecord) -> Void = { [self] record in
+            self.statistics.withLock { $0.resultsDelivered += 1 }
+            onResult?(record)
+        }
+        let onReplaced: @Sendable () -> Void = { [self] in
+            self.statistics.withLock { $0.recordsReplaced += 1 }
+        }
+        let publisher: any OutputPublisher
+        let transactions: TransactionalPublisher?
+        if configuration.exactlyOnce.enabled {
+            let transactional = try TransactionalPublisher(
+                properties: configuration.producerProperties, consumer: consumer, resultsTopic: configuration.resultsTopic,
+                tracker: tracker, settings: configuration.exactlyOnce, logger: logger, logHandler: kafkaLog, metrics: metrics,
+                onDelivered: onDelivered, onReplaced: onReplaced,
+                onTransaction: { [self] event in
+                    self.statistics.withLock { statistics in
+                        switch event {
+                        case .committed: statistics.transactionsCommitted += 1
+                        case .aborted: statistics.transactionsAborted += 1
+                        case .retried: statistics.transactionRetries += 1
+                        }
+                    }
+                })
+            publisher = transactional
+            transactions = transactional
+        } else {
+            publisher = try ResultPublisher(
+                properties: configuration.producerProperties, resultsTopic: configuration.resultsTopic, tracker: tracker,
+                logger: logger, logHandler: kafkaLog, metrics: metrics,
+                // Weak: a worker that ignores a fast stop's cancellation may keep the publisher alive after the
+                // service has returned; it must not keep the consumer (its release belongs on a dedicated thread).
+                storeOffsets: { [weak consumer] offsets in
+                    guard let consumer else { return }
+                    for (tp, error) in consumer.storeOffsets(offsets) {
+                        storeLogger.debug("offset not stored (partition no longer assigned)", metadata: ["partition": "\(tp)", "error": error.message])
+                    }
+                },
+                onDelivered: onDelivered,
+                onRetried: { [self] count in
+                    self.statistics.withLock { $0.resultDeliveryRetries += count }
+                },
+                onReplaced: onReplaced)
+            transactions = nil
+        }
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
             maxInFlight: configuration.maxInFlight, executor: executor,
@@ -294,11 +325,11 @@ public final class PushWorkerService: Sendable {
                 if let deadLetter, deadLetter.accepts(result) {
                     publisher.publish(result, deadLetter: DeadLetterRecord.make(for: input, result: result, topic: deadLetter.topic))
                 } else {
-                    publisher.publish(result)
+                    publisher.publish(result, deadLetter: nil)
                 }
             }
         let loop = ConsumerLoop(
-            consumer: consumer, dispatcher: dispatcher, publisher: publisher, tracker: tracker,
+            consumer: consumer, dispatcher: dispatcher, publisher: publisher, transactions: transactions, tracker: tracker,
             maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs,
             rebalanceDrainTimeoutMs: rebalanceDrainTimeoutMs, logger: logger, metrics: metrics,
             stopNow: { [self] in self.stopNowRequested.load(ordering: .acquiring) },
@@ -322,7 +353,7 @@ public final class PushWorkerService: Sendable {
         do {
             try consumer.subscribe(configuration.inputTopics)
         } catch {
-            _ = await publisher.close(timeoutMs: 0)
+            _ = await publisher.close(timeoutMs: 0, cutShort: { false }, cutShortTimeoutMs: 0)
             consumerBox.withLock { $0 = nil }
             health.current = nil
             rebalance.handler = nil
@@ -335,6 +366,7 @@ public final class PushWorkerService: Sendable {
             "bootstrap.servers": configuration.bootstrapServers,
             "workers": registry.types.joined(separator: ","), "maxInFlight": String(configuration.maxInFlight),
             "collapse": configuration.collapse ? "on" : "off",
+            "exactlyOnce": configuration.exactlyOnce.enabled ? "on, transactional.id \(configuration.producerProperties["transactional.id"] ?? "")" : "(off)",
             "dedupe": configuration.dedupe.map { "window \($0.effectiveWindowMs) ms, at most \($0.effectiveMaxEntries) apns-ids" } ?? "(off)",
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }
@@ -358,7 +390,10 @@ public final class PushWorkerService: Sendable {
         do {
             try await DedicatedThread.run(name: "pushworker-close") {
                 loop.storeCommittableBeforeClose()
-                do { try consumer.commit() } catch { storeLogger.warning("final commit failed", metadata: ["error": "\(error)"]) }
+                // Exactly-once: the transactions committed the offsets; nothing is stored for a plain commit.
+                if transactions == nil {
+                    do { try consumer.commit() } catch { storeLogger.warning("final commit failed", metadata: ["error": "\(error)"]) }
+                }
                 try consumer.close()
             }
         } catch {

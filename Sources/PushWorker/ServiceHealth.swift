@@ -12,7 +12,7 @@ struct ServiceHealth: Sendable {
     static let stallThreshold: Duration = .seconds(30)
 
     let loop: ConsumerLoop
-    let publisher: ResultPublisher
+    let publisher: any OutputPublisher
     let executor: BudgetedExecutor
     let metrics: ServiceMetrics
     /// ``stallThreshold`` unless a test sets a shorter one.

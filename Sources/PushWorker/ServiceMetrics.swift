@@ -23,6 +23,11 @@ final class ServiceMetrics: Sendable {
     let timeouts: MetricCounter
     let cancellationIgnored: MetricCounter
     let deliveryRetries: MetricCounter
+    /// Exactly-once mode: transactions committed, aborted, and transactional calls made again after a
+    /// retriable error.
+    let transactionsCommitted: MetricCounter
+    let transactionsAborted: MetricCounter
+    let transactionsRetried: MetricCounter
     let deadLetters: MetricCounter
     let resultsWaiting: MetricGauge
     let produceErrors: MetricCounter
@@ -79,6 +84,9 @@ final class ServiceMetrics: Sendable {
             "pushworker_cancellation_ignored_total",
             help: "Worker runs still running 1 s after their deadline (they ignore cancellation), by payload type.", labels: ["type"])
         deliveryRetries = try r.counter("pushworker_result_delivery_retries_total", help: "Results (and dead letters) produced again after librdkafka reported them undelivered.")
+        transactionsCommitted = try r.counter("pushworker_transactions_committed_total", help: "Exactly-once mode: transactions committed (results, dead letters and input offsets written together).")
+        transactionsAborted = try r.counter("pushworker_transactions_aborted_total", help: "Exactly-once mode: transactions aborted (their input records are read and run again).")
+        transactionsRetried = try r.counter("pushworker_transactions_retried_total", help: "Exactly-once mode: transactional calls made again after librdkafka returned a retriable error (e.g. _TIMED_OUT).")
         deadLetters = try r.counter(
             "pushworker_dead_letters_total",
             help: "Input records copied to the dead-letter topic and acknowledged, by payload type (as in pushworker_results_total) and reason.",
@@ -129,6 +137,9 @@ final class ServiceMetrics: Sendable {
             resultsReplaced.increment(by: 0, labels: [kind, stage])
         }
         deliveryRetries.increment(by: 0)
+        transactionsCommitted.increment(by: 0)
+        transactionsAborted.increment(by: 0)
+        transactionsRetried.increment(by: 0)
         requestTimeouts.increment(by: 0, labels: [Client.consumer.rawValue])
         requestTimeouts.increment(by: 0, labels: [Client.producer.rawValue])
         buildInfo.set(1, labels: [PushWorkerService.version, KafkaLibrary.versionString])
