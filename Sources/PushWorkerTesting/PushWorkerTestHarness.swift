@@ -180,7 +180,12 @@ public final class PushWorkerTestHarness: Sendable {
     /// Stops the service gracefully (as SIGTERM does) and waits for ``PushWorkerService/run()`` to return.
     /// - Throws: what `run()` threw.
     public func stop() async throws {
-        try await stopService()
+        do {
+            try await stopService()
+        } catch {
+            await producer.close()
+            throw error
+        }
         await producer.close()
     }
 
@@ -189,6 +194,13 @@ public final class PushWorkerTestHarness: Sendable {
     public func stopService() async throws {
         let (service, task) = running.withLock { $0 }
         service.shutdown()
+        try await task.value
+    }
+
+    /// Waits for the service to end on its own (e.g. after a fatal error), without asking it to stop.
+    /// - Throws: what ``PushWorkerService/run()`` threw.
+    public func waitForServiceToEnd() async throws {
+        let task = running.withLock { $0.task }
         try await task.value
     }
 

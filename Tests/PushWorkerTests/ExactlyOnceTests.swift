@@ -1,0 +1,209 @@
+import Foundation
+import PushWorkerCore
+import PushWorkerKafka
+@testable import PushWorker
+import PushWorkerTesting
+import Synchronization
+import Testing
+
+/// The exactly-once results mode (``ExactlyOnceConfiguration``) on librdkafka 2.0.2's mock cluster: the
+/// happy path, and each class of transactional error by injection (retriable, abortable → abort, rewind,
+/// redo; fatal → the service stops). The mock does not emulate `read_committed` (aborted records stay
+/// visible to every reader), does not store TxnOffsetCommit's offsets, and does not fence producers: the
+/// ledgers below read the results topic as a `read_uncommitted` reader would, and count the copies that
+/// aborted transactions left there; the results the service reports as committed (`onResult`) are
+/// what a `read_committed` reader would see. docs/guarantees.md, "Exactly-once results", sums it up.
+@Suite(.timeLimit(.minutes(2)))
+struct ExactlyOnceTests {
+    /// Whether the suite runs under a sanitizer (`PUSHWORKER_SANITIZER`, set by .ci/run): fewer records.
+    static var underSanitizer: Bool { !(ProcessInfo.processInfo.environment["PUSHWORKER_SANITIZER"] ?? "").isEmpty }
+    static var recordCount: Int { underSanitizer ? 20 : 200 }
+
+    static func push(_ type: String = "work") -> String { #"{"aps":{"content-available":1},"type":"\#(type)"}"# }
+
+    /// Waits until `condition` holds, polling every 20 ms; fails with `what` after `timeout`.
+    static func waitFor(_ what: String, timeout: Duration = .seconds(45), _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while !condition() {
+            if ContinuousClock.now >= deadline { throw KafkaError(.timedOut, "waited \(timeout) for: \(what)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Worker runs per message id.
+    final class RunCounter: Sendable {
+        let runs = Mutex<[String: Int]>([:])
+        /// Runs beyond the first of each message id.
+        var reruns: Int { runs.withLock { $0.values.reduce(0) { $0 + $1 - 1 } } }
+        /// Whether each of `count` message ids ran exactly once.
+        func eachOnce(_ count: Int) -> Bool { runs.withLock { $0.count == count && $0.values.allSatisfy { $0 == 1 } } }
+    }
+
+    /// A registry whose `work` worker counts its runs per message id.
+    static func countingRegistry(_ counter: RunCounter) -> WorkerRegistry {
+        var registry = WorkerRegistry(defaultBudget: .seconds(30))
+        registry.register(type: "work", worker: ClosureWorker { job in
+            counter.runs.withLock { $0[job.messageId, default: 0] += 1 }
+            return .newData
+        })
+        return registry
+    }
+
+    /// Starts a harness in the exactly-once mode with a unique `transactional.id`.
+    static func start(_ registry: WorkerRegistry, partitions: Int = 2, configure: (inout ServiceConfiguration) -> Void = { _ in }) async throws -> PushWorkerTestHarness {
+        try await PushWorkerTestHarness.start(registry: registry, partitions: partitions) {
+            $0.exactlyOnce = ExactlyOnceConfiguration(enabled: true, transactionalId: "pushworker-test-\(UUID().uuidString.prefix(8))")
+            configure(&$0)
+        }
+    }
+
+    /// Produces `count` inputs spread over `partitions` partitions, with apns-ids `<prefix>-<n>`.
+    static func produce(_ harness: PushWorkerTestHarness, count: Int, prefix: String, partitions: Int32 = 2) async throws -> [String] {
+        var ids: [String] = []
+        for n in 0..<count {
+            let id = "\(prefix)-\(n)"
+            try await harness.produce(Self.push(), headers: ["apns-id": id], partition: Int32(n) % partitions)
+            ids.append(id)
+        }
+        return ids
+    }
+
+    /// The ledger of `ids` against every record of the results topic (what a reader that sees aborted
+    /// records reads on the mock), reading for up to `timeout` or until twice `ids.count` arrive.
+    static func topicLedger(_ harness: PushWorkerTestHarness, ids: [String], timeout: Duration = .seconds(3)) async throws -> ResultLedger {
+        var ledger = ResultLedger()
+        ids.forEach { ledger.produced($0) }
+        for record in try await harness.readResultsTopic(count: ids.count * 2, timeout: timeout) {
+            let result = ReceivedResult(record: KafkaOutgoingRecord(topic: "", key: record.key, value: record.value, headers: record.headers))
+            ledger.sawResult(result.messageId ?? "?")
+        }
+        return ledger
+    }
+
+    /// The ledger of `ids` against the results the service reported committed (its `onResult`).
+    static func committedLedger(_ harness: PushWorkerTestHarness, ids: [String]) -> ResultLedger {
+        var ledger = ResultLedger()
+        ids.forEach { ledger.produced($0) }
+        for result in harness.receivedResults { ledger.sawResult(result.messageId ?? "?") }
+        return ledger
+    }
+
+    /// Every input gets exactly one result, written in transactions; nothing is aborted or retried. The
+    /// mock accepts each transaction's TxnOffsetCommit but does not store it: the group's committed
+    /// offsets read back as -1001 (none), and nothing else commits them (no auto-commit, no plain commit).
+    @Test func everyInputGetsExactlyOneResultInTransactions() async throws {
+        let runs = RunCounter()
+        let harness = try await Self.start(Self.countingRegistry(runs))
+        let ids = try await Self.produce(harness, count: Self.recordCount, prefix: "happy")
+        _ = try await harness.results(count: ids.count)
+        let statistics = harness.service.currentStatistics
+        try await harness.stopService()
+        let topic = try await Self.topicLedger(harness, ids: ids)
+        let committed = Self.committedLedger(harness, ids: ids)
+        #expect(topic.lost.isEmpty && topic.duplicates == 0 && topic.unexpected.isEmpty, "\(topic.summary)")
+        #expect(committed.lost.isEmpty && committed.duplicates == 0, "\(committed.summary)")
+        #expect(runs.eachOnce(ids.count))
+        #expect(statistics.transactionsCommitted >= 1)
+        #expect(statistics.transactionsAborted == 0 && statistics.transactionRewinds == 0 && statistics.transactionRetries == 0, "\(statistics)")
+        // At most 100 ms between a result and its commit: far fewer transactions than records.
+        #expect(statistics.transactionsCommitted < ids.count, "\(statistics)")
+        let offsets = try await harness.committedOffsets()
+        #expect(offsets.values.allSatisfy { $0 == -1001 }, "the 2.0.2 mock stores no transactional offset, and nothing else may commit: \(offsets)")
+        try await harness.shutdown()
+    }
+
+    /// A slow EndTxn (its answer 1.5 s late) and a 300 ms call timeout: commit_transaction returns the
+    /// retriable `_TIMED_OUT` and is called again until the commit's outcome arrives; nothing is aborted
+    /// or run twice.
+    @Test func retriableErrorCallsAgain() async throws {
+        let runs = RunCounter()
+        let harness = try await Self.start(Self.countingRegistry(runs)) { $0.exactlyOnce.operationTimeout = .milliseconds(300) }
+        // One transaction first: the producer is initialised and its coordinator known.
+        var ids = try await Self.produce(harness, count: 1, prefix: "warm")
+        _ = try await harness.results(count: 1)
+        try harness.cluster.delayNextResponse(apiKey: KafkaAPIKey.endTxn, delayMs: 1500)
+        ids += try await Self.produce(harness, count: Self.recordCount, prefix: "slow")
+        _ = try await harness.results(count: ids.count)
+        let statistics = harness.service.currentStatistics
+        try await harness.stopService()
+        let topic = try await Self.topicLedger(harness, ids: ids)
+        #expect(topic.lost.isEmpty && topic.duplicates == 0, "\(topic.summary)")
+        #expect(Self.committedLedger(harness, ids: ids).duplicates == 0)
+        #expect(statistics.transactionRetries >= 1, "\(statistics)")
+        #expect(statistics.transactionsAborted == 0 && statistics.transactionRewinds == 0, "\(statistics)")
+        #expect(runs.eachOnce(ids.count))
+        try await harness.shutdown()
+    }
+
+    /// An abortable error at the commit (EndTxn `TOPIC_AUTHORIZATION_FAILED`, after the transaction's
+    /// records were written): the transaction is aborted, the partitions are rewound, the jobs run again,
+    /// and the next transaction commits. Every input has exactly one committed result; on the topic the
+    /// aborted transaction's records stay visible (the mock does not emulate read_committed): counted.
+    @Test func abortableErrorAtCommitAbortsRewindsAndRedoes() async throws {
+        let runs = RunCounter()
+        let harness = try await Self.start(Self.countingRegistry(runs))
+        var ids = try await Self.produce(harness, count: 1, prefix: "warm")
+        _ = try await harness.results(count: 1)
+        harness.cluster.pushRequestErrors(apiKey: KafkaAPIKey.endTxn, count: 1, error: 29)
+        ids += try await Self.produce(harness, count: Self.recordCount, prefix: "abort")
+        _ = try await harness.results(count: ids.count)
+        try await Self.waitFor("the committed results settle") { harness.service.currentStatistics.transactionRewinds >= 1 }
+        let statistics = harness.service.currentStatistics
+        try await harness.stopService()
+        let committed = Self.committedLedger(harness, ids: ids)
+        let topic = try await Self.topicLedger(harness, ids: ids)
+        let reruns = runs.reruns
+        #expect(statistics.transactionsAborted == 1 && statistics.transactionRewinds == 1, "\(statistics)")
+        #expect(committed.lost.isEmpty && committed.duplicates == 0 && committed.unexpected.isEmpty, "committed: \(committed.summary)")
+        #expect(topic.lost.isEmpty, "topic: \(topic.summary)")
+        // The aborted transaction's results were written and stay visible on the mock; each of them ran again.
+        #expect(topic.duplicates >= 1 && topic.duplicates <= reruns, "topic: \(topic.summary) reruns=\(reruns)")
+        print("abortableErrorAtCommit: committed \(committed.summary); topic \(topic.summary); worker re-runs \(reruns); \(statistics.transactionsCommitted) transactions committed")
+        try await harness.shutdown()
+    }
+
+    /// An abortable error before any record is written (AddPartitionsToTxn `TOPIC_AUTHORIZATION_FAILED`,
+    /// the results topic refused): aborted, rewound and redone; every input gets exactly one result, both
+    /// committed and on the topic (the aborted transaction's records were never written).
+    @Test func abortableErrorBeforeWritesLeavesNoCopies() async throws {
+        let runs = RunCounter()
+        let harness = try await Self.start(Self.countingRegistry(runs))
+        var ids = try await Self.produce(harness, count: 1, prefix: "warm")
+        _ = try await harness.results(count: 1)
+        harness.cluster.pushRequestErrors(apiKey: KafkaAPIKey.addPartitionsToTxn, count: 1, error: 29)
+        ids += try await Self.produce(harness, count: Self.recordCount, prefix: "refused")
+        _ = try await harness.results(count: ids.count)
+        let statistics = harness.service.currentStatistics
+        try await harness.stopService()
+        let committed = Self.committedLedger(harness, ids: ids)
+        let topic = try await Self.topicLedger(harness, ids: ids)
+        #expect(statistics.transactionsAborted == 1 && statistics.transactionRewinds == 1, "\(statistics)")
+        #expect(committed.lost.isEmpty && committed.duplicates == 0, "committed: \(committed.summary)")
+        #expect(topic.lost.isEmpty && topic.duplicates == 0, "topic: \(topic.summary)")
+        #expect(runs.reruns >= 1, "the aborted transaction's jobs ran again")
+        try await harness.shutdown()
+    }
+
+    /// A fatal error (EndTxn `PRODUCER_FENCED`: librdkafka's `_FENCED`): the service stops by itself and
+    /// `run()` throws the error; the fenced transaction's results are not reported committed.
+    @Test func fatalErrorStopsTheService() async throws {
+        let runs = RunCounter()
+        let harness = try await Self.start(Self.countingRegistry(runs))
+        let warm = try await Self.produce(harness, count: 1, prefix: "warm")
+        _ = try await harness.results(count: 1)
+        harness.cluster.pushRequestErrors(apiKey: KafkaAPIKey.endTxn, count: 1, error: 90)
+        _ = try await Self.produce(harness, count: 5, prefix: "fenced")
+        do {
+            try await harness.waitForServiceToEnd()
+            Issue.record("the service went on after a fatal transactional error")
+        } catch let error as KafkaTransactionError {
+            #expect(error.code == .fatal && error.rdKafkaErrorName == "_FENCED", "\(error)")
+        }
+        #expect(harness.receivedResults.compactMap(\.messageId) == warm, "only the warm-up's transaction committed")
+        #expect(harness.service.currentStatistics.transactionsCommitted == 1)
+        // stop() throws the fatal error again (run() ended with it); it still closes the test's producer.
+        try? await harness.stop()
+        let cluster = harness.cluster
+        try await DedicatedThread.run(name: "cluster-stop") { cluster.shutdown() }
+    }
+}
