@@ -206,4 +206,63 @@ struct ExactlyOnceTests {
         let cluster = harness.cluster
         try await DedicatedThread.run(name: "cluster-stop") { cluster.shutdown() }
     }
+
+    /// A second member joins while the first runs one job per partition (4 partitions): the jobs finish
+    /// during the first member's revocation wait, and the revocation commits their transaction, with the
+    /// revoked partitions' offsets, before its callback returns: the first member reports each of them
+    /// committed, the moved partitions' included (after the release it could commit nothing of theirs).
+    /// The 2.0.2 mock does not store transactional offsets, so the new owner starts its partitions from the
+    /// beginning and runs those records again: counted, and each exactly once more; on a real broker it
+    /// would start after them (not proven here).
+    @Test func revocationCommitsTheTransactionBeforeThePartitionsGo() async throws {
+        let gate = Gate()
+        let started = Mutex<[String]>([])
+        var first = WorkerRegistry(defaultBudget: .seconds(60))
+        first.register(type: "work", worker: ClosureWorker { job in
+            started.withLock { $0.append(job.messageId) }
+            await gate.wait()
+            return .newData
+        })
+        let secondRuns = RunCounter()
+        let harness = try await Self.start(first, partitions: 4) { $0.drainTimeout = .seconds(5) }
+        var ids: [String] = []
+        for partition in Int32(0)..<4 {
+            try await harness.produce(Self.push(), headers: ["apns-id": "job-\(partition)"], partition: partition)
+            ids.append("job-\(partition)")
+        }
+        try await Self.waitFor("the first member runs all 4 jobs") { started.withLock { $0.count } == 4 }
+        let before = harness.service.currentStatistics
+        // The second member gets its own transactional.id, as every member must.
+        var otherConfiguration = harness.configuration
+        otherConfiguration.exactlyOnce.transactionalId = "pushworker-test-other-\(UUID().uuidString.prefix(8))"
+        let secondResults = Mutex<[String]>([])
+        let other = PushWorkerService(configuration: otherConfiguration, registry: Self.countingRegistry(secondRuns)) { record in
+            secondResults.withLock { $0.append(ReceivedResult(record: record).messageId ?? "?") }
+        }
+        let otherTask = Task { try await other.run() }
+        try await Self.waitFor("the first member's revocation begins") { harness.service.currentStatistics.rebalances > before.rebalances }
+        await gate.open()
+        try await Self.waitFor("the second member owns partitions") { !other.currentStatistics.assignedPartitions.isEmpty }
+        let moved = Set(other.currentStatistics.assignedPartitions.map(\.partition))
+        try await Self.waitFor("the first member commits every job's result") { harness.receivedResults.count == 4 }
+        try await Self.waitFor("the new owner runs its partitions' records (from the beginning: the mock stored no offset)") {
+            secondRuns.runs.withLock { $0.count } == moved.count
+        }
+        let afterRevocation = harness.service.currentStatistics
+        other.shutdown()
+        try await otherTask.value
+        try await harness.stopService()
+        let committedByFirst = Self.committedLedger(harness, ids: ids)
+        var all = ResultLedger()
+        ids.forEach { all.produced($0) }
+        (harness.receivedResults.compactMap(\.messageId) + secondResults.withLock { $0 }).forEach { all.sawResult($0) }
+        try await harness.shutdown()
+        print("exactly-once revocation: moved=\(moved.sorted()) first \(committedByFirst.summary); both members \(all.summary)")
+        #expect(moved.count >= 1 && moved.count <= 3, "cooperative-sticky moves some partitions: \(moved.sorted())")
+        #expect(committedByFirst.lost.isEmpty && committedByFirst.duplicates == 0, "the first member committed each job once, moved partitions included: \(committedByFirst.summary)")
+        #expect(afterRevocation.transactionsCommitted > before.transactionsCommitted && afterRevocation.transactionsAborted == 0, "\(afterRevocation)")
+        // The mock's limit, counted: the new owner re-ran exactly the moved partitions' records, once each.
+        #expect(Set(secondResults.withLock { $0 }) == Set(moved.map { "job-\($0)" }), "\(secondResults.withLock { $0 })")
+        #expect(all.lost.isEmpty && all.duplicates == moved.count, "\(all.summary)")
+    }
 }
