@@ -146,6 +146,14 @@ public struct ServiceConfiguration: Sendable, Equatable {
         return properties
     }
 
+    /// ``producerProperties`` as the at-least-once mode has them (no `transactional.id`), for commands
+    /// that produce outside transactions (`pushworker redrive`) whatever ``exactlyOnce`` says.
+    public var nonTransactionalProducerProperties: KafkaConfiguration {
+        var plain = self
+        plain.exactlyOnce.enabled = false
+        return plain.producerProperties
+    }
+
     /// How often librdkafka's auto-commit commits the stored offsets (`auto.commit.interval.ms`, in
     /// milliseconds) when neither ``kafka`` nor ``consumer`` sets it: 200. A SIGKILL re-runs the results
     /// acknowledged since the last commit (at most this long of work). The broker's cost is at most 5

@@ -49,6 +49,9 @@ import Testing
         #expect(configuration.consumerProperties["isolation.level"] == nil)
         let text = configuration.effectiveDescription()
         #expect(text.contains(#""transactionalId" : "member-a""#) && text.contains(#""commitIntervalMs" : 250"#) && text.contains(#""maxRecordsPerTransaction" : 100"#), "\(text)")
+        // redrive produces outside transactions.
+        #expect(configuration.nonTransactionalProducerProperties["transactional.id"] == nil)
+        #expect(configuration.nonTransactionalProducerProperties["enable.idempotence"] == "true")
         // A user's enable.auto.commit=true cannot put plain commits beside the transactions.
         let forced = try Self.load("{ consumer: { 'enable.auto.commit': 'true' }, exactlyOnce: { enabled: true } }")
         #expect(forced.consumerProperties["enable.auto.commit"] == "false")
