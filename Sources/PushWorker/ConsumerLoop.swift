@@ -288,7 +288,7 @@ final class ConsumerLoop: Sendable {
             // (an abort here leaves their records to the next owner, and the others are rewound next round).
             if let transactions, !stopNow() {
                 if !transactions.commitNow(timeoutMs: max(rebalanceDrainTimeoutMs, 1000)) {
-                    logger.warning("partitions revoked: the transaction with their results did not end in time; their records may run again on their next owner",
+                    logger.warning("partitions revoked: their finished results could not be committed before they go (a transaction aborted or failed, or did not end in time); their records run again on their next owner",
                                    metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
                 }
             }

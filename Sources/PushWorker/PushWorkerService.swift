@@ -370,7 +370,7 @@ public final class PushWorkerService: Sendable {
             "dedupe": configuration.dedupe.map { "window \($0.effectiveWindowMs) ms, at most \($0.effectiveMaxEntries) apns-ids" } ?? "(off)",
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }
-        let failure: Error?
+        var failure: Error?
         do {
             try await DedicatedThread.run(name: "pushworker-consumer") { [self] in
                 try loop.run(until: { self.stopRequested.load(ordering: .acquiring) })
@@ -387,6 +387,8 @@ public final class PushWorkerService: Sendable {
             timeoutMs: stopNowRequested.load(ordering: .acquiring) ? fastStopMs : drainTimeoutMs,
             cutShort: { [self] in self.stopNowRequested.load(ordering: .acquiring) }, cutShortTimeoutMs: fastStopMs)
         if left > 0 { logger.warning("results not acknowledged at shutdown; their records will be read again", metadata: ["count": String(left)]) }
+        // Exactly-once: a fatal transactional error during the drain or the final commit stops the run too.
+        if failure == nil, let fatal = transactions?.failure { failure = fatal }
         do {
             try await DedicatedThread.run(name: "pushworker-close") {
                 loop.storeCommittableBeforeClose()

@@ -91,6 +91,8 @@ final class TransactionalPublisher: OutputPublisher {
     static let firstBackoff: Duration = .milliseconds(100)
     /// The longest backoff after aborts: 2 s.
     static let maximumBackoff: Duration = .seconds(2)
+    /// The longest ``release(_:)`` waits for the transaction being run: 10 s.
+    static let releaseWaitLimit: Duration = .seconds(10)
     /// How long `rd_kafka_init_transactions` waits before it is called again: 30 s.
     static let initTimeoutMs: Int32 = 30_000
 
@@ -164,8 +166,11 @@ final class TransactionalPublisher: OutputPublisher {
             for tp in set { state.resumeAt[tp] = nil }
             return state.dropBuffered(set)
         }
-        // The transaction being run may hold their outputs: wait for it to end (committed or aborted).
-        while state.withLock({ state in state.running?.contains { set.contains($0.source) } ?? false }) {
+        // The transaction being run may hold their outputs: wait for it to end (committed or aborted), at
+        // most ``releaseWaitLimit`` (a commit retried while the broker is away). Past it, the transaction
+        // may still commit their outputs together with their offsets, or be refused and aborted.
+        let deadline = ContinuousClock.now.advanced(by: Self.releaseWaitLimit)
+        while state.withLock({ state in state.running?.contains { set.contains($0.source) } ?? false }) && ContinuousClock.now < deadline {
             Thread.sleep(forTimeInterval: 0.001)
         }
         return dropped
@@ -290,21 +295,31 @@ final class TransactionalPublisher: OutputPublisher {
     /// Asks the owner to run a transaction now with everything buffered, and waits (the calling thread:
     /// the consumer's, in the rebalance callback) until it has ended, at most `timeoutMs`. Returns at once
     /// when a rewind is pending (nothing may be committed before it), after a fatal error, or once closed.
-    /// - Returns: whether a transaction covering the request ended (committed, or aborted: then
-    ///   ``rewindRequested``) in time.
+    /// - Returns: whether everything buffered at the call was committed in time (also when the owner had
+    ///   already ended after committing what was left); false when a transaction aborted or failed
+    ///   fatally, a rewind was pending, or the wait ran out.
     @discardableResult
     func commitNow(timeoutMs: Int) -> Bool {
-        let request = state.withLock { state -> UInt64? in
-            if state.rewindRequested || state.failure != nil || state.finished { return nil }
+        enum Start { case done, refused, wait(UInt64, aborts: Int) }
+        let start = state.withLock { state -> Start in
+            if state.failure != nil || state.rewindRequested { return .refused }
+            if state.finished { return state.buffer.isEmpty ? .done : .refused }
             state.commitRequested += 1
-            return state.commitRequested
+            return .wait(state.commitRequested, aborts: state.aborts)
         }
-        guard let request else { return false }
+        guard case .wait(let request, let abortsBefore) = start else {
+            if case .done = start { return true }
+            return false
+        }
         wake.signal()
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(timeoutMs))
         while ContinuousClock.now < deadline {
-            let done = state.withLock { $0.commitServed >= request || $0.failure != nil || $0.finished }
-            if done { return true }
+            let outcome = state.withLock { state -> Bool? in
+                if state.failure != nil || state.rewindRequested || state.aborts > abortsBefore { return false }
+                if state.commitServed >= request { return true }
+                return state.finished ? state.buffer.isEmpty : nil
+            }
+            if let outcome { return outcome }
             Thread.sleep(forTimeInterval: 0.001)
         }
         return false

@@ -141,7 +141,9 @@ struct ExactlyOnceTests {
     /// aborted transaction's records stay visible (the mock does not emulate read_committed): counted.
     @Test func abortableErrorAtCommitAbortsRewindsAndRedoes() async throws {
         let runs = RunCounter()
-        let harness = try await Self.start(Self.countingRegistry(runs))
+        let harness = try await Self.start(Self.countingRegistry(runs)) {
+            $0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
+        }
         var ids = try await Self.produce(harness, count: 1, prefix: "warm")
         _ = try await harness.results(count: 1)
         harness.cluster.pushRequestErrors(apiKey: KafkaAPIKey.endTxn, count: 1, error: 29)
@@ -149,6 +151,12 @@ struct ExactlyOnceTests {
         _ = try await harness.results(count: ids.count)
         try await Self.waitFor("the committed results settle") { harness.service.currentStatistics.transactionRewinds >= 1 }
         let statistics = harness.service.currentStatistics
+        let port = try await HTTPProbe.port(of: harness.service)
+        let metrics = Exposition(try await HTTPProbe.request("http://127.0.0.1:\(port)/metrics").body)
+        #expect(metrics["pushworker_transactions_aborted_total"] == 1)
+        #expect(metrics["pushworker_transactions_committed_total"] == Double(statistics.transactionsCommitted))
+        #expect(metrics["pushworker_transactions_retried_total"] == 0)
+        #expect(metrics.total("pushworker_results_total") == Double(ids.count), "results are counted once committed")
         try await harness.stopService()
         let committed = Self.committedLedger(harness, ids: ids)
         let topic = try await Self.topicLedger(harness, ids: ids)
