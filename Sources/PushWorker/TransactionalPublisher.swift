@@ -58,6 +58,11 @@ final class TransactionalPublisher: OutputPublisher {
         var buffer: [Entry] = []
         /// The entries of the transaction being run, or `nil` between transactions.
         var running: [Entry]?
+        /// Entries done (marked in the tracker) but above their partition's committable offset: an earlier
+        /// record of the partition is still running. They wait for it, so that a transaction never commits
+        /// an output whose input offset it does not commit too (a rewind, a restart or the next owner would
+        /// run that input again and commit a second output).
+        var held: [Entry] = []
         /// Per owned partition, the offset to rewind to after an abort: the offset committed by this
         /// member's last committed transaction, else the first offset taken since the assignment.
         var resumeAt: [TopicPartition: Int64] = [:]
@@ -81,9 +86,10 @@ final class TransactionalPublisher: OutputPublisher {
 
         /// Drops the buffered entries of `partitions`; returns how many results were dropped.
         mutating func dropBuffered(_ partitions: Set<TopicPartition>) -> Int {
-            let before = buffer.count
+            let before = buffer.count + held.count
             buffer.removeAll { partitions.contains($0.source) }
-            return before - buffer.count
+            held.removeAll { partitions.contains($0.source) }
+            return before - buffer.count - held.count
         }
     }
 
@@ -195,7 +201,8 @@ final class TransactionalPublisher: OutputPublisher {
         let (accepted, full) = state.withLock { state -> (Bool, Bool) in
             guard state.owned.contains(entry.source) else { return (false, false) }
             state.buffer.append(entry)
-            return (true, state.buffer.count >= settings.maxRecordsPerTransaction)
+            // Wake the owner once, when the buffer reaches the bound.
+            return (true, state.buffer.count == settings.maxRecordsPerTransaction)
         }
         if !accepted {
             logger.debug("result dropped: its partition is no longer assigned to this member; its next owner reads the record again", metadata: [
@@ -213,13 +220,14 @@ final class TransactionalPublisher: OutputPublisher {
 
     var unacknowledged: Int {
         state.withLock { state in
-            state.buffer.reduce(0) { $0 + $1.outputs.count } + (state.running?.reduce(0) { $0 + $1.outputs.count } ?? 0)
+            state.buffer.reduce(0) { $0 + $1.outputs.count } + state.held.reduce(0) { $0 + $1.outputs.count }
+                + (state.running?.reduce(0) { $0 + $1.outputs.count } ?? 0)
         }
     }
 
     var oldestUnacknowledgedAge: Duration? {
         let oldest = state.withLock { state -> Int64? in
-            [state.running?.first?.publishedAtNs, state.buffer.first?.publishedAtNs].compactMap { $0 }.min()
+            ([state.running?.first?.publishedAtNs, state.buffer.first?.publishedAtNs] + state.held.map(\.publishedAtNs)).compactMap { $0 }.min()
         }
         return oldest.map { .nanoseconds(max(0, WallClock.monotonicNs() - $0)) }
     }
@@ -329,7 +337,9 @@ final class TransactionalPublisher: OutputPublisher {
 
     private enum Decision {
         case exit
-        case wait
+        /// Nothing to do for at most this many nanoseconds (a publish, a commit request, a rewind's end
+        /// or the close wakes the owner earlier).
+        case wait(Int64)
         case run([Entry], covering: UInt64)
     }
 
@@ -360,15 +370,15 @@ final class TransactionalPublisher: OutputPublisher {
             let decision = state.withLock { state -> Decision in
                 if state.failure != nil { return .exit }
                 if state.stopping && now >= state.giveUpAtNs { return .exit }
-                if state.rewindRequested { return state.stopping ? .exit : .wait }
-                if now < state.retryAtNs && !state.stopping { return .wait }
+                if state.rewindRequested { return state.stopping ? .exit : .wait(intervalNs) }
+                if now < state.retryAtNs && !state.stopping { return .wait(state.retryAtNs - now) }
                 let asked = state.commitRequested > state.commitServed
-                let due = asked || state.stopping || state.buffer.count >= settings.maxRecordsPerTransaction
-                    || (state.buffer.first.map { now - $0.publishedAtNs >= intervalNs } ?? false)
-                guard due else { return .wait }
+                let age = state.buffer.first.map { now - $0.publishedAtNs }
+                let due = asked || state.stopping || state.buffer.count >= settings.maxRecordsPerTransaction || (age ?? 0) >= intervalNs
+                guard due else { return .wait(age.map { intervalNs - $0 } ?? intervalNs) }
                 if state.buffer.isEmpty {
                     state.commitServed = state.commitRequested
-                    return state.stopping ? .exit : .wait
+                    return state.stopping ? .exit : .wait(intervalNs)
                 }
                 let batch = state.buffer
                 state.buffer.removeAll(keepingCapacity: true)
@@ -378,10 +388,9 @@ final class TransactionalPublisher: OutputPublisher {
             switch decision {
             case .exit:
                 return
-            case .wait:
-                // Wakes early on a full buffer, a commit request, a rewind's end or the close.
-                let oldest = state.withLock { $0.buffer.first?.publishedAtNs }
-                let waitNs = oldest.map { max(1_000_000, min(intervalNs, intervalNs - (now - $0))) } ?? min(intervalNs, 100_000_000)
+            case .wait(let nanoseconds):
+                // At least 1 ms, at most 100 ms (the owner's heartbeat for liveness).
+                let waitNs = max(1_000_000, min(nanoseconds, 100_000_000))
                 _ = wake.wait(timeout: .now() + .nanoseconds(Int(clamping: waitNs)))
             case .run(let batch, let covering):
                 let fatal = !runTransaction(batch)
@@ -394,11 +403,25 @@ final class TransactionalPublisher: OutputPublisher {
         }
     }
 
-    /// Runs one transaction with `batch`. Returns false after a fatal error (the owner ends).
+    /// Runs one transaction with `batch` and the held entries its records let through: only outputs of
+    /// records below their partition's new committable offset go in, together with that offset. Returns
+    /// false after a fatal error (the owner ends).
     private func runTransaction(_ batch: [Entry]) -> Bool {
         // Outputs of records not tracked (rewound since) or done already (a second result) are skipped.
         let (accepted, moved) = tracker.completeEach(batch.map { ($0.source, $0.offset) })
-        let entries = zip(batch, accepted).compactMap { $1 ? $0 : nil }
+        let fresh = zip(batch, accepted).compactMap { $1 ? $0 : nil }
+        let committable = Dictionary(tracker.committable.map { ($0.topicPartition, $0.offset) }, uniquingKeysWith: max)
+        let entries = state.withLock { state -> [Entry] in
+            state.held.append(contentsOf: fresh)
+            var ready: [Entry] = []
+            var waiting: [Entry] = []
+            for entry in state.held {
+                if let next = committable[entry.source], entry.offset < next { ready.append(entry) } else { waiting.append(entry) }
+            }
+            state.held = waiting
+            state.running = ready
+            return ready
+        }
         if entries.isEmpty && moved.isEmpty { return true }
         var open = false
         do throws(KafkaTransactionError) {

@@ -273,4 +273,40 @@ struct ExactlyOnceTests {
         #expect(Set(secondResults.withLock { $0 }) == Set(moved.map { "job-\($0)" }), "\(secondResults.withLock { $0 })")
         #expect(all.lost.isEmpty && all.duplicates == moved.count, "\(all.summary)")
     }
+
+    /// Outputs of records finished out of order wait for their partition's committable offset: while the
+    /// record at offset 0 of partition 0 still runs, the results of the later records of partition 0 are
+    /// not committed (a transaction never commits an output without its input's offset: after a rewind,
+    /// a restart or a rebalance the input would run again and commit a second output), though a later
+    /// record of partition 1 is. Once the first finishes, all commit together, each once.
+    @Test func outputsWaitForTheirPartitionsCommittableOffset() async throws {
+        let gate = Gate()
+        let runs = RunCounter()
+        var registry = Self.countingRegistry(runs)
+        registry.register(type: "slow", worker: ClosureWorker { _ in
+            await gate.wait()
+            return .newData
+        })
+        let harness = try await Self.start(registry)
+        try await harness.produce(Self.push("slow"), headers: ["apns-id": "slow"], partition: 0)
+        var ids = ["slow"]
+        for n in 0..<5 {
+            try await harness.produce(Self.push(), headers: ["apns-id": "later-\(n)"], partition: 0)
+            ids.append("later-\(n)")
+        }
+        try await Self.waitFor("the later records of partition 0 ran") { runs.runs.withLock { $0.count } == 5 }
+        try await harness.produce(Self.push(), headers: ["apns-id": "other-partition"], partition: 1)
+        ids.append("other-partition")
+        try await Self.waitFor("partition 1's result is committed") { harness.receivedResults.contains { $0.messageId == "other-partition" } }
+        let early = Set(harness.receivedResults.compactMap(\.messageId))
+        #expect(early == ["other-partition"], "nothing of partition 0 is committed while its offset 0 runs: \(early.sorted())")
+        await gate.open()
+        _ = try await harness.results(count: ids.count)
+        try await harness.stopService()
+        let committed = Self.committedLedger(harness, ids: ids)
+        let topic = try await Self.topicLedger(harness, ids: ids)
+        #expect(committed.lost.isEmpty && committed.duplicates == 0, "\(committed.summary)")
+        #expect(topic.lost.isEmpty && topic.duplicates == 0, "\(topic.summary)")
+        try await harness.shutdown()
+    }
 }
