@@ -13,10 +13,12 @@ import Synchronization
 /// time): once the oldest buffered output is ``ExactlyOnceConfiguration/commitInterval`` old, or
 /// ``ExactlyOnceConfiguration/maxRecordsPerTransaction`` input records wait, or the consumer asks
 /// (``commitNow(timeoutMs:)``, at a revocation), it takes the whole buffer and runs
-/// `begin_transaction` → produce every output → `send_offsets_to_transaction` with the offsets now
-/// committable (one past the highest input record whose every output is in this or an earlier committed
-/// transaction, and every earlier one of its partition, ``OffsetTracker``) and the consumer's group
-/// metadata → `commit_transaction`.
+/// `begin_transaction` → produce the outputs → `send_offsets_to_transaction` with the offsets now
+/// committable (per partition, one past the highest input record whose outputs are taken, with every
+/// earlier one of its partition, ``OffsetTracker``) and the consumer's group metadata →
+/// `commit_transaction`. Only outputs of records below their partition's committable offset go in; those
+/// of records finished out of order wait (``State/held``) for the earlier records, so that committed
+/// outputs and committed offsets always match.
 ///
 /// Errors, by librdkafka's class (``KafkaTransactionError/Code``):
 /// - retriable: the same call again, with the same arguments (counted in
