@@ -101,8 +101,9 @@ final class TransactionalPublisher: OutputPublisher {
     static let maximumBackoff: Duration = .seconds(2)
     /// The longest ``release(_:)`` waits for the transaction being run: 10 s.
     static let releaseWaitLimit: Duration = .seconds(10)
-    /// How long `rd_kafka_init_transactions` waits before it is called again: 30 s.
-    static let initTimeoutMs: Int32 = 30_000
+    /// How long `rd_kafka_init_transactions` waits before it is called again: 10 s (well inside the 30 s
+    /// without a round after which liveness fails, ``ServiceHealth/stallThreshold``).
+    static let initTimeoutMs: Int32 = 10_000
 
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
