@@ -241,6 +241,11 @@ final class ConsumerLoop: Sendable {
     ///   them. Jobs of other partitions are not touched.
     /// - lost: as revoking, without the wait and without storing offsets (the group has already given the
     ///   partitions to another member).
+    ///
+    /// In the exactly-once mode (``TransactionalPublisher``) nothing is stored or committed by the consumer:
+    /// a revocation instead has the buffered outputs committed in a transaction, with the revoked
+    /// partitions' offsets, before the partitions are released (``TransactionalPublisher/commitNow(timeoutMs:)``);
+    /// a loss commits nothing more of them (their buffered outputs are dropped).
     func rebalanced(_ event: KafkaRebalanceEvent) {
         // Incremental (cooperative) rebalances often hand this member nothing new: nothing to do or count.
         switch event {
