@@ -309,4 +309,48 @@ struct ExactlyOnceTests {
         #expect(topic.lost.isEmpty && topic.duplicates == 0, "\(topic.summary)")
         try await harness.shutdown()
     }
+
+    /// The group takes the partitions away (a Heartbeat answered `UNKNOWN_MEMBER_ID`: the assignment is
+    /// lost) while a job of each runs: nothing more of them is committed, also when their workers return
+    /// later; the member joins again, reads the records again and commits one result for each.
+    @Test func lostPartitionsCommitNothingMore() async throws {
+        let held = Gate()
+        var registry = WorkerRegistry(defaultBudget: .seconds(60))
+        let counter = RunCounter()
+        registry.register(type: "held", worker: ClosureWorker { job in
+            let run = counter.runs.withLock { runs -> Int in
+                runs[job.messageId, default: 0] += 1
+                return runs[job.messageId] ?? 0
+            }
+            // The first run outlasts the loss (and ignores cancellation); a run after the loss answers at once.
+            if run == 1 { await held.wait() }
+            return .newData
+        })
+        let harness = try await Self.start(registry)
+        var ids: [String] = []
+        for partition in Int32(0)..<2 {
+            try await harness.produce(Self.push("held"), headers: ["apns-id": "held-\(partition)"], partition: partition)
+            ids.append("held-\(partition)")
+        }
+        try await Self.waitFor("both jobs run") { counter.runs.withLock { $0.count } == 2 }
+        let rebalancesBefore = harness.service.currentStatistics.rebalances
+        // Heartbeat (API key 12) answered UNKNOWN_MEMBER_ID (25): the assignment is lost.
+        harness.cluster.pushRequestErrors(apiKey: 12, count: 1, error: 25)
+        try await Self.waitFor("the partitions are lost and assigned again") {
+            harness.service.currentStatistics.rebalances >= rebalancesBefore + 2 && harness.service.currentStatistics.assignedPartitions.count == 2
+        }
+        try await Self.waitFor("the records are read, run and committed again after the loss") {
+            Set(harness.receivedResults.compactMap(\.messageId)) == Set(ids)
+        }
+        // The first runs return now, after their partitions were lost: their results must not be committed.
+        await held.open()
+        try await harness.stopService()
+        let committed = Self.committedLedger(harness, ids: ids)
+        let topic = try await Self.topicLedger(harness, ids: ids)
+        try await harness.shutdown()
+        #expect(counter.runs.withLock { $0 } == ["held-0": 2, "held-1": 2], "each record ran before the loss and once after it")
+        #expect(committed.lost.isEmpty && committed.duplicates == 0, "\(committed.summary)")
+        #expect(topic.lost.isEmpty && topic.duplicates == 0, "the runs cut short by the loss wrote nothing: \(topic.summary)")
+        #expect(harness.service.currentStatistics.jobsCutShortByRebalance == 2)
+    }
 }
