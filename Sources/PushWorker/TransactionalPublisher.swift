@@ -228,9 +228,12 @@ final class TransactionalPublisher: OutputPublisher {
         }
     }
 
+    /// How long the oldest output waiting for a transaction (buffered or in the one being run) has waited.
+    /// Held outputs (``State/held``) do not count: they wait for an earlier record's job, bounded by its
+    /// budget, not for the broker.
     var oldestUnacknowledgedAge: Duration? {
         let oldest = state.withLock { state -> Int64? in
-            ([state.running?.first?.publishedAtNs, state.buffer.first?.publishedAtNs] + state.held.map(\.publishedAtNs)).compactMap { $0 }.min()
+            [state.running?.first?.publishedAtNs, state.buffer.first?.publishedAtNs].compactMap { $0 }.min()
         }
         return oldest.map { .nanoseconds(max(0, WallClock.monotonicNs() - $0)) }
     }
