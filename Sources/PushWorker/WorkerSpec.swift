@@ -27,6 +27,9 @@ public struct WorkerSpec: Sendable, Equatable {
     public var budget: Duration?
     /// The most of its jobs running at once, or `nil` for no limit of its own (`maxInFlight` still applies).
     public var maxConcurrent: Int?
+    /// Its retry policy (file `retry`; keys left out come from the file's `retries`), or `nil` for the
+    /// configuration's ``RetryConfiguration/policy``.
+    public var retry: RetryPolicy?
 
     /// Creates a worker declaration.
     /// - Parameters:

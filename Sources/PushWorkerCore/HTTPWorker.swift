@@ -15,9 +15,11 @@ import FoundationNetworking
 /// - Timeout: the smaller of ``requestTimeout`` and the time left in the budget; the request is also
 ///   cancelled with the job at the deadline.
 /// - Outcome: 204 = `noData`; other 2xx = `newData`, unless the body is a JSON object with a `result`
-///   (`newData`, `noData`, `failed`) and optional `reason`, which are used; other statuses =
-///   `failed` / `workerError` with `HTTP status N` as detail; transport errors = `failed` / `workerError`
-///   with the error as detail.
+///   (`newData`, `noData`, `failed`), optional `reason` and optional `retryable` (true marks a `failed`
+///   retryable, ``RetryPolicy``), which are used; 429 (Too Many Requests), 502, 503 and 504 (the endpoint
+///   or a gateway before it is unavailable for now) = `failed` / `workerError` retryable; other statuses =
+///   `failed` / `workerError` with `HTTP status N` as detail; transport errors (no HTTP status: refused,
+///   reset, unreachable) = `failed` / `workerError` retryable with the error as detail.
 /// - Connections are reused across jobs (one `URLSession` per worker).
 public struct HTTPWorker: Worker {
     /// The URL every job is POSTed to.
@@ -45,8 +47,8 @@ public struct HTTPWorker: Worker {
         self.session = URLSession(configuration: configuration)
     }
 
-    /// The worker's failure before an HTTP status arrived.
-    public struct TransportError: Error, CustomStringConvertible {
+    /// The worker's failure before an HTTP status arrived: a ``RetryableError`` (a refused or reset connection usually passes).
+    public struct TransportError: RetryableError, CustomStringConvertible {
         /// What went wrong.
         public var description: String
     }
@@ -120,9 +122,12 @@ public struct HTTPWorker: Worker {
             if !body.isEmpty, body.count <= maxParsedBodyBytes,
                let object = try? JSONDecoder().decode([String: JSONValue].self, from: body),
                let text = object["result"]?.stringValue, let result = BackgroundFetchResult(rawValue: text) {
-                return WorkerOutcome(result, reason: object["reason"]?.stringValue.map { ResultReason($0) })
+                let retryable = object["retryable"] == .bool(true)
+                return WorkerOutcome(result, reason: object["reason"]?.stringValue.map { ResultReason($0) }, retryable: retryable)
             }
             return .newData
+        case 429, 502, 503, 504:
+            return .failed(.workerError, detail: "HTTP status \(status)", retryable: true)
         default:
             return .failed(.workerError, detail: "HTTP status \(status)")
         }

@@ -56,6 +56,10 @@ import Testing
         ("exit 3", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
         ("echo 'something odd'; exit 1", WorkerOutcome.failed(.workerError, detail: "exit status 1")),
         ("echo; echo newData; exit 2", WorkerOutcome.failed(.workerError, detail: "exit status 2")),
+        // Retryable: EX_TEMPFAIL, or a first line `retry [reason]`.
+        ("exit 75", WorkerOutcome.failed(.workerError, detail: "exit status 75 (EX_TEMPFAIL: a temporary failure)", retryable: true)),
+        ("echo 'retry backendDown'; exit 1", WorkerOutcome.failed("backendDown", detail: "the program asked for a retry", retryable: true)),
+        ("echo retry", WorkerOutcome.failed(.workerError, detail: "the program asked for a retry", retryable: true)),
     ])
     func outcome(_ body: String, _ expected: WorkerOutcome) async throws {
         let (report, dir) = try await runScript(body)
@@ -432,6 +436,10 @@ import Testing
         (3, false, "newDataX\n", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
         (3, false, " newData\n", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
         (255, false, "", WorkerOutcome.failed(.workerError, detail: "exit status 255")),
+        (75, false, "", WorkerOutcome.failed(.workerError, detail: "exit status 75 (EX_TEMPFAIL: a temporary failure)", retryable: true)),
+        (75, true, "", WorkerOutcome.failed(.workerError, detail: "killed by signal 75")),
+        (0, false, "retry later\n", WorkerOutcome.failed("later", detail: "the program asked for a retry", retryable: true)),
+        (0, false, "retrying\n", WorkerOutcome.newData),
         (9, true, "", WorkerOutcome.failed(.workerError, detail: "killed by signal 9")),
         (15, true, "noData late\n", WorkerOutcome(.noData, reason: "late")),
         // A reason starting with a combining mark (found by Fuzz/FuzzExecOutcome): the space before it is
