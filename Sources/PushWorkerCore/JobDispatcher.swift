@@ -8,9 +8,17 @@ import Synchronization
 ///   different keys, or none, may run in parallel.
 /// - At most `maxInFlight` workers run at once, and at most `maxConcurrent` of one worker when its
 ///   registration sets it; the rest wait, and their budget has not started.
-/// - Every submitted record yields exactly one ``ResultRecord`` through `onResult`, with the
-///   ``InputRecord`` it answers (for a dead-letter copy), unless it is taken back with
+/// - Every submitted record yields exactly one ``DispatcherOutput`` through `onOutput` (`onResult` for the
+///   initializer without a retry topic), with the ``InputRecord`` it answers (for a dead-letter or retry
+///   copy): its ``ResultRecord``, or a ``Forward`` to the retry topic; unless it is taken back with
 ///   ``discardWaiting(where:)`` before its worker starts, or cut short by ``stopNow()`` or ``cutShort(where:)``.
+/// - Retries (with a ``DelaySettings/retryTopic``): a `failed` outcome that its worker's ``RetryPolicy``
+///   retries yields its result with ``ResultRecord/willRetry`` and a ``RetryRequest``; the jobs of its key
+///   queued behind it, and the key's later records while the key is parked, are forwarded behind it
+///   (``Forward/Kind/follower``), so the key's records keep their order.
+/// - Times (`pushworker-not-before`, a retry's backoff): a job whose time has not come is held in memory
+///   when due within ``DelaySettings/maxHold`` (a retry holding its key), else forwarded to the retry topic
+///   (a scheduled push never holds its key). Its `apns-expiration` is checked again when it starts.
 /// - Collapse (on unless `collapse` is false): a record with a key and an `apns-collapse-id` that arrives
 ///   while an older record with the same key and collapse id waits (not started) replaces it: the older one
 ///   gets `noData` / `collapsed` at once and the newer one waits at the back of the key's line, so the key's
@@ -19,8 +27,9 @@ import Synchronization
 /// - Dedupe (when `dedupe` is set): a record repeating the `apns-id` of one taken within the window gets
 ///   `noData` / `duplicate` naming the first (``DedupeConfiguration`` says what counts as a repeat).
 ///
-/// `onResult` is called on the submitting thread for records rejected before routing, duplicates and
-/// collapsed records, and on the executor's threads for worker results. It must not block.
+/// `onOutput` is called on the submitting thread for records rejected before routing, duplicates,
+/// collapsed and forwarded records, on the executor's threads for worker results and their followers,
+/// and on the delay timer's queue for held records whose time came. It must not block.
 ///
 /// Records without `apns-collapse-id` (or without a key) and, with dedupe off, all records cost nothing
 /// extra: the collapse index and the dedupe window are only touched for records that carry the headers.
