@@ -109,6 +109,8 @@ public final class JobDispatcher: Sendable {
         var held = DueHeap<Pending>()
         /// When the delay timer is set to fire next (nanoseconds since the clock origin), or `nil`.
         var wakeAtNs: Int64?
+        /// Whether a job was held since the timer was last looked at (``takeWake()``).
+        var heldSinceWake = false
         /// Keys whose records go through the retry topic behind an earlier record of theirs (a retry):
         /// the records forwarded and not yet read back here, and when the parking ends anyway.
         var parked: [[UInt8]: Park] = [:]
@@ -120,6 +122,26 @@ public final class JobDispatcher: Sendable {
         }
 
         var nowNs: Int64 { clockOrigin.duration(to: .now).wholeNanoseconds }
+
+        /// Holds `pending` until its time.
+        mutating func hold(_ pending: Pending, dueNs: Int64) {
+            var waiting = pending
+            waiting.waited = true
+            held.insert(waiting, dueNs: dueNs)
+            heldSinceWake = true
+        }
+
+        /// The time to set the delay timer for, when a job was held since it was last set and is due before
+        /// the timer fires (or the timer is not set); called at the end of every locked section that may
+        /// hold a job, so that no section takes the lock again for the timer.
+        mutating func takeWake() -> Int64? {
+            guard heldSinceWake else { return nil }
+            heldSinceWake = false
+            guard let earliest = held.earliestDueNs else { return nil }
+            if let wakeAt = wakeAtNs, wakeAt <= earliest { return nil }
+            wakeAtNs = earliest
+            return earliest
+        }
 
         func workerHasRoom(_ pending: Pending) -> Bool {
             guard let limit = pending.worker.maxConcurrent else { return true }
@@ -176,9 +198,7 @@ public final class JobDispatcher: Sendable {
         /// a slot, or blocked behind its worker's limit.
         mutating func enqueue(_ pending: Pending) {
             if let dueNs = pending.dueNs, dueNs > nowNs {
-                var waiting = pending
-                waiting.waited = true
-                held.insert(waiting, dueNs: dueNs)
+                hold(pending, dueNs: dueNs)
                 return
             }
             if workerHasRoom(pending) {
@@ -333,12 +353,14 @@ public final class JobDispatcher: Sendable {
             return (pending.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: pending.job)
         }
         var effects = Effects()
-        state.withLock { state in
+        let wake = state.withLock { state -> Int64? in
             for (pending, outcomeNow) in zip(routed, outcomesNow) {
                 place(pending, outcomeNow: outcomeNow, nowNs: nowNs, nowMs: nowMs, in: &state, effects: &effects)
             }
+            return state.takeWake()
         }
         deliver(effects)
+        schedule(wake)
     }
 
     /// What placing jobs decided, delivered after the lock (``deliver(_:)``), in this order.
@@ -379,8 +401,7 @@ public final class JobDispatcher: Sendable {
                 effects.forwards.append((pending, forward(pending, pending.fromRetryTopic ? .requeued : .scheduled)))
                 return
             }
-            pending.waited = true
-            state.held.insert(pending, dueNs: dueNs)
+            state.hold(pending, dueNs: dueNs)
             state.waiting += 1
             return
         }
@@ -435,7 +456,7 @@ public final class JobDispatcher: Sendable {
         }
     }
 
-    /// Hands out what placing decided, in order, then arms the delay timer for held jobs.
+    /// Hands out what placing decided, in order.
     private func deliver(_ effects: Effects) {
         for (pending, result) in effects.notRun { onOutput(.result(result, pending.input, retry: nil)) }
         for (pending, forward) in effects.forwards { onOutput(.forward(pending.input, forward)) }
@@ -447,7 +468,6 @@ public final class JobDispatcher: Sendable {
             }
         }
         effects.toStart.forEach(start)
-        armTimer()
     }
 
     /// The ``Forward`` of `pending` for `kind`.
@@ -455,14 +475,8 @@ public final class JobDispatcher: Sendable {
         Forward(kind: kind, runs: pending.job.attempt - 1, notBeforeMs: pending.notBeforeMs, messageId: pending.job.messageId, origin: pending.origin)
     }
 
-    /// Sets the delay timer for the earliest held job, unless it is set for that time or earlier already.
-    private func armTimer() {
-        let wake = state.withLock { state -> Int64? in
-            guard let earliest = state.held.earliestDueNs else { return nil }
-            if let wakeAt = state.wakeAtNs, wakeAt <= earliest { return nil }
-            state.wakeAtNs = earliest
-            return earliest
-        }
+    /// Sets the delay timer to fire at `wake` (nanoseconds since the clock origin; ``State/takeWake()``).
+    private func schedule(_ wake: Int64?) {
         guard let wake else { return }
         let waitNs = max(0, wake - clockOrigin.duration(to: .now).wholeNanoseconds)
         timerQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(min(waitNs, Int64(Int.max))))) { [weak self] in
@@ -477,18 +491,21 @@ public final class JobDispatcher: Sendable {
         let nowNs = clockOrigin.duration(to: now).wholeNanoseconds
         let nowMs = WallClock.nowMs()
         var effects = Effects()
-        let due = state.withLock { state -> [Pending] in
+        let (due, next) = state.withLock { state -> ([Pending], Int64?) in
             state.wakeAtNs = nil
-            return state.held.popDue(nowNs: nowNs)
+            let due = state.held.popDue(nowNs: nowNs)
+            // Jobs still held (due later, or held meanwhile) need the timer again.
+            state.heldSinceWake = state.heldSinceWake || !state.held.isEmpty
+            return (due, due.isEmpty ? state.takeWake() : nil)
         }
         guard !due.isEmpty else {
-            armTimer()
+            schedule(next)
             return
         }
         let outcomesNow = due.map { pending -> WorkerOutcome? in
             pending.holdsKey ? nil : (pending.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: pending.job)
         }
-        state.withLock { state in
+        let wake = state.withLock { state -> Int64? in
             for (pending, outcomeNow) in zip(due, outcomesNow) {
                 if pending.holdsKey {
                     // A retry holding its key: it was counted as waiting.
@@ -502,15 +519,21 @@ public final class JobDispatcher: Sendable {
                 }
             }
             effects.toStart += state.fillSlots(maxInFlight: maxInFlight)
+            state.heldSinceWake = state.heldSinceWake || !state.held.isEmpty
+            return state.takeWake()
         }
         deliver(effects)
+        schedule(wake)
     }
 
     /// Takes back waiting jobs whose source matches (their workers never start and they get no result),
     /// e.g. for partitions being revoked or at shutdown. Running jobs are not affected.
     /// - Returns: the sources taken back.
     public func discardWaiting(where matches: @Sendable (RecordSource) -> Bool) -> [RecordSource] {
+        var timer: Int64?
         let (removed, toStart, wake) = state.withLock { state -> ([RecordSource], [Pending], [CheckedContinuation<Void, Never>]) in
+            // A key passed on may go to a retry still waiting for its time.
+            defer { timer = state.takeWake() }
             var removedReady = state.ready.removeAll { matches($0.job.source) }
             for name in Array(state.blocked.keys) {
                 removedReady += state.blocked[name]?.removeAll { matches($0.job.source) } ?? []
@@ -547,6 +570,7 @@ public final class JobDispatcher: Sendable {
         }
         toStart.forEach(start)
         wake.forEach { $0.resume() }
+        schedule(timer)
         return removed
     }
 
@@ -585,7 +609,9 @@ public final class JobDispatcher: Sendable {
         let cut = active.filter { pending in pending.run.map { executor.abort($0) } ?? false }
         sources += cut.map(\.job.source)
         guard !cut.isEmpty else { return sources }
+        var timer: Int64?
         let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
+            defer { timer = state.takeWake() }
             for pending in cut {
                 state.release(pending)
                 // The key goes to the next job queued behind it (a record of another partition with the same
@@ -599,6 +625,7 @@ public final class JobDispatcher: Sendable {
         }
         toStart.forEach(start)
         wake.forEach { $0.resume() }
+        schedule(timer)
         return sources
     }
 
@@ -752,7 +779,9 @@ public final class JobDispatcher: Sendable {
     /// was forwarded is read back here, or the parking expires.
     private func finished(_ pending: Pending, failed: Bool, retried: Bool) {
         let nowNs = clockOrigin.duration(to: .now).wholeNanoseconds
+        var timer: Int64?
         let (toStart, followers, wake) = state.withLock { state -> ([Pending], [Pending], [CheckedContinuation<Void, Never>]) in
+            defer { timer = state.takeWake() }
             state.release(pending)
             // A failed first run leaves the dedupe window (a later repeat runs), unless it runs again.
             if failed && !retried, let id = pending.dedupeId { state.dedupe?.forget(id, ifFirstIs: pending.job.source) }
@@ -803,6 +832,6 @@ public final class JobDispatcher: Sendable {
         for follower in followers { onOutput(.forward(follower.input, forward(follower, .follower))) }
         toStart.forEach(start)
         wake.forEach { $0.resume() }
-        armTimer()
+        schedule(timer)
     }
 }
