@@ -8,7 +8,8 @@ import Synchronization
 /// - stdin: the whole record value. Environment: pushworker's own **without** any `PUSHWORKER_*` variable
 ///   (so `PUSHWORKER_KAFKA_SASL_PASSWORD` and the like never reach a program) and without
 ///   ``withheldVariables``, plus ``environment``, `PUSHWORKER_MESSAGE_ID`, `PUSHWORKER_TYPE`,
-///   `PUSHWORKER_DEADLINE_MS` (UNIX ms) and, when present, `TRACEPARENT`.
+///   `PUSHWORKER_DEADLINE_MS` (UNIX ms), `PUSHWORKER_ATTEMPT` (1 for the first run, see ``RetryPolicy``)
+///   and, when present, `TRACEPARENT`.
 /// - stderr: each line is logged through ``logger`` (at `info`, with `messageId`, `type` and `program`),
 ///   so JSON logs stay one object per line; at most ``maxOutputBytes`` per run.
 /// - Outcome: the first stdout line if it is `newData`, `noData` or `failed`, optionally followed by a
@@ -68,6 +69,7 @@ public struct ExecWorker: Worker {
         env["PUSHWORKER_MESSAGE_ID"] = job.messageId
         env["PUSHWORKER_TYPE"] = job.type ?? ""
         env["PUSHWORKER_DEADLINE_MS"] = String(job.deadlineMs)
+        env["PUSHWORKER_ATTEMPT"] = String(job.attempt)
         // W3C trace context of the record (the TRACEPARENT variable OpenTelemetry SDKs read); unset when the
         // record has none, so the service's own environment never leaks in.
         env["TRACEPARENT"] = job.traceparent

@@ -6,7 +6,8 @@ import FoundationNetworking
 /// The built-in `http` worker (contract section 6): POSTs the record value to a fixed URL.
 ///
 /// - Request: `POST` of the whole record value with `Content-Type: application/json`, the `apns-id`
-///   (message id) and `traceparent` headers, plus the configured static headers. The payload never
+///   (message id), `traceparent` and `pushworker-attempt` (``attemptHeader``: 1 for the first run)
+///   headers, plus the configured static headers. The payload never
 ///   chooses the URL.
 /// - Refusal: `apns-id` (``Job/messageId``) and `traceparent` come from the record, so they are checked
 ///   before they become request headers: a value holding a control character (CR, LF and NUL included;
@@ -46,6 +47,9 @@ public struct HTTPWorker: Worker {
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         self.session = URLSession(configuration: configuration)
     }
+
+    /// The request header with the job's run, 1 for the first (``Job/attempt``): `pushworker-attempt`.
+    public static let attemptHeader = "pushworker-attempt"
 
     /// The worker's failure before an HTTP status arrived: a ``RetryableError`` (a refused or reset connection usually passes).
     public struct TransportError: RetryableError, CustomStringConvertible {
@@ -94,6 +98,7 @@ public struct HTTPWorker: Worker {
         request.httpBody = Data(job.value)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue(job.messageId, forHTTPHeaderField: "apns-id")
+        request.setValue(String(job.attempt), forHTTPHeaderField: Self.attemptHeader)
         if let traceparent = job.traceparent { request.setValue(traceparent, forHTTPHeaderField: "traceparent") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let timeout = min(requestTimeout, job.remaining)

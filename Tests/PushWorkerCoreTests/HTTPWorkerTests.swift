@@ -79,6 +79,7 @@ struct HTTPWorkerTests {
         #expect(request.headers["content-type"] == "application/json")
         #expect(request.headers["apns-id"] == "msg-1")
         #expect(request.headers["traceparent"] == traceparent)
+        #expect(request.headers["pushworker-attempt"] == "1")
         #expect(request.headers["authorization"] == "Bearer s3cret")
     }
 
