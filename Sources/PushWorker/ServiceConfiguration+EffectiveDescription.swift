@@ -52,8 +52,9 @@ extension ServiceConfiguration {
                 members["url"] = .string(url.absoluteString)
                 members["headers"] = .object(headers.mapValues { _ in .string("*****") })
                 members["timeoutMs"] = .int(requestTimeout.asBudgetSetting.wholeMilliseconds)
-            case .noop(let result, let reason, let delay):
+            case .noop(let result, let reason, let delay, let retryable):
                 members["result"] = .string(result.rawValue)
+                members["retryable"] = .bool(retryable)
                 members["reason"] = reason.map(JSONValue.string) ?? .null
                 members["delayMs"] = .int(delay.asWaitSetting.wholeMilliseconds)
             }

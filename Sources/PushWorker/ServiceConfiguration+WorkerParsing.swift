@@ -15,7 +15,7 @@ extension ServiceConfiguration {
         // nil for an unknown kind, refused below once the common keys are read.
         let known: Set<String>? = switch kind {
         case "exec": common.union(["command", "env", "workingDirectory", "terminationGraceMs"])
-        case "noop": common.union(["result", "reason", "delayMs"])
+        case "noop": common.union(["result", "reason", "delayMs", "retryable"])
         case "http": common.union(["url", "headers", "headersFromEnv", "timeoutMs"])
         default: nil
         }
@@ -42,7 +42,11 @@ extension ServiceConfiguration {
             }
             let reason = try spec.string("reason")
             let delay = try spec.int("delayMs", min: 0) ?? 0
-            result = WorkerSpec(kind: .noop(result: outcome, reason: reason, delay: .milliseconds(delay)), budget: budget)
+            let retryable = try spec.bool("retryable") ?? false
+            if retryable && outcome != .failed {
+                throw ConfigurationError(.invalidValue, key: spec.path + ".retryable", "only a failed result is retried; set result: \"failed\" or remove retryable")
+            }
+            result = WorkerSpec(kind: .noop(result: outcome, reason: reason, delay: .milliseconds(delay), retryable: retryable), budget: budget)
         case "http":
             guard let text = try spec.string("url") else {
                 throw ConfigurationError(.invalidValue, key: spec.path + ".url", "is required for an http worker: an http:// or https:// URL")

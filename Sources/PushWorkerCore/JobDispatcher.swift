@@ -347,10 +347,10 @@ public final class JobDispatcher: Sendable {
         guard !routed.isEmpty else { return }
         let nowNs = clockOrigin.duration(to: now).wholeNanoseconds
         // Outside the lock: whether each job's worker answers at once (noop without delay); never for a job
-        // whose time has not come.
+        // whose time has not come, nor a retryable failure (it runs on the executor, whose completion retries).
         let outcomesNow = routed.map { pending -> WorkerOutcome? in
             guard pending.isDue(atNs: nowNs) else { return nil }
-            return (pending.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: pending.job)
+            return Self.immediateOutcome(of: pending)
         }
         var effects = Effects()
         let wake = state.withLock { state -> Int64? in
@@ -470,6 +470,13 @@ public final class JobDispatcher: Sendable {
         effects.toStart.forEach(start)
     }
 
+    /// The outcome `pending`'s worker gives at once (an ``ImmediateWorker``), unless it is a retryable
+    /// failure: that one runs on the executor, whose completion makes the retry.
+    private static func immediateOutcome(of pending: Pending) -> WorkerOutcome? {
+        guard let outcome = (pending.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: pending.job), !outcome.retryable else { return nil }
+        return outcome
+    }
+
     /// The ``Forward`` of `pending` for `kind`.
     private func forward(_ pending: Pending, _ kind: Forward.Kind) -> Forward {
         Forward(kind: kind, runs: pending.job.attempt - 1, notBeforeMs: pending.notBeforeMs, messageId: pending.job.messageId, origin: pending.origin)
@@ -503,7 +510,7 @@ public final class JobDispatcher: Sendable {
             return
         }
         let outcomesNow = due.map { pending -> WorkerOutcome? in
-            pending.holdsKey ? nil : (pending.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: pending.job)
+            pending.holdsKey ? nil : Self.immediateOutcome(of: pending)
         }
         let wake = state.withLock { state -> Int64? in
             for (pending, outcomeNow) in zip(due, outcomesNow) {

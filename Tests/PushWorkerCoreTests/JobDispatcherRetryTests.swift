@@ -112,6 +112,17 @@ import Testing
 
     struct Unavailable: RetryableError {}
 
+    @Test(.timeLimit(.minutes(1))) func anImmediateWorkersRetryableFailureIsRetriedToo() async throws {
+        let outputs = Outputs()
+        var registry = WorkerRegistry()
+        registry.register(type: "n", worker: NoopWorker(outcome: .failed("down", retryable: true)), name: "n")
+        let dispatcher = Self.dispatcher(outputs, registry: registry)
+        dispatcher.submit([Self.record("n", offset: 1, key: "k"), Self.record("n", offset: 2, key: "k")])
+        #expect(await idle(dispatcher))
+        #expect(outputs.result(offset: 1)?.willRetry == true)
+        #expect(outputs.forwards.map { "\($0.1.kind.rawValue) \($0.0.source.offset)" } == ["follower 2"], "the key's next record follows the retry")
+    }
+
     @Test(.timeLimit(.minutes(1))) func withoutARetryTopicNothingIsRetried() async {
         let outputs = Outputs()
         var registry = WorkerRegistry()

@@ -35,6 +35,12 @@ import Testing
         #expect(registry.route(type: "b")?.retry == nil, "the dispatcher uses retries.policy")
     }
 
+    @Test func aNoopWorkerCanFailRetryably() throws {
+        let configuration = try ConfigurationTests.load(#"{ workers: { n: { kind: "noop", result: "failed", reason: "down", retryable: true } } }"#)
+        let worker = try #require(configuration.makeRegistry().route(type: "n")?.worker as? NoopWorker)
+        #expect(worker.outcome == .failed("down", retryable: true))
+    }
+
     @Test("bad retry settings name the key", arguments: [
         (#"{ retries: { jitter: 1.5 } }"#, "retries.jitter"),
         (#"{ retries: { multiplier: 0.5 } }"#, "retries.multiplier"),
@@ -48,6 +54,7 @@ import Testing
         (#"{ deadLetter: { topic: "d" }, retries: { topic: "d" } }"#, "retries.topic"),
         (#"{ workers: { a: { kind: "noop", retry: { jitter: -1 } } } }"#, "workers.a.retry.jitter"),
         (#"{ workers: { a: { kind: "noop", retry: { delayMs: 1 } } } }"#, "workers.a.retry.delayMs"),
+        (#"{ workers: { a: { kind: "noop", result: "newData", retryable: true } } }"#, "workers.a.retryable"),
     ])
     func badSettings(_ text: String, _ key: String) throws {
         let error = ConfigurationTests.error(text) ?? (try? ConfigurationTests.load(text)).flatMap { configuration in
