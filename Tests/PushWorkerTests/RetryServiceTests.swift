@@ -192,4 +192,61 @@ import Testing
         }
         try await harness.shutdown()
     }
+
+    /// A second member joins while retries wait (held in memory for 10 s: the embedded cluster's rebalance
+    /// takes about session.timeout.ms − 1 s) on the first: the held retries of
+    /// the retry-topic partitions that move are taken back and read again by their new owner, those that
+    /// stay run on the first; a ledger of the 40 inputs finds a final result for each, and no attempt ran
+    /// before its time. Duplicates (a retry both members ran) are counted and printed, never hidden.
+    @Test func heldRetriesOfPartitionsThatMoveAreRunByTheirNewOwner() async throws {
+        let attempts = Mutex<[String: [Int]]>([:])
+        func registry() -> WorkerRegistry {
+            var registry = WorkerRegistry(defaultBudget: .seconds(10))
+            registry.register(type: "flaky", worker: ClosureWorker { job in
+                attempts.withLock { $0[job.messageId, default: []].append(job.attempt) }
+                return job.attempt == 1 ? .failed("notYet", retryable: true) : .newData
+            }, name: "flaky")
+            return registry
+        }
+        let harness = try await PushWorkerTestHarness.start(registry: registry(), partitions: 4) {
+            $0.retries.policy = RetryPolicy(maxAttempts: 2, initialDelay: .seconds(10), jitter: 0)
+        }
+        var ledger = ResultLedger()
+        for index in 0..<40 {
+            ledger.produced("r-\(index)")
+            try await harness.produce(Self.push("flaky"), key: "key-\(index)", headers: ["apns-id": "r-\(index)"])
+        }
+        try await Self.waitFor("every first attempt failed") { attempts.withLock { $0.count } == 40 }
+        let secondResults = Mutex<[ReceivedResult]>([])
+        let other = PushWorkerService(configuration: harness.configuration, registry: registry()) { record in
+            secondResults.withLock { $0.append(ReceivedResult(record: record)) }
+        }
+        let otherTask = Task { try await other.run() }
+        try await Self.waitFor("the second member owns partitions", timeout: .seconds(30)) { !other.currentStatistics.assignedPartitions.isEmpty }
+        #expect(attempts.withLock { $0.values.allSatisfy { $0 == [1] } }, "the rebalance came while every retry waited")
+        try await Self.waitFor("every input has a final result", timeout: .seconds(60)) {
+            let finals = (harness.receivedResults + secondResults.withLock { $0 }).filter { $0.json["willRetry"] == .bool(false) }
+            return Set(finals.compactMap(\.messageId)).count == 40
+        }
+        let moved = other.currentStatistics.assignedPartitions
+        other.shutdown()
+        try await otherTask.value
+        let all = harness.receivedResults + secondResults.withLock { $0 }
+        for result in all where result.json["willRetry"] == .bool(false) { ledger.sawResult(result.messageId ?? "?") }
+        print("retry rebalance ledger: \(ledger.summary) moved=\(moved.map(\.description).sorted()) secondMemberResults=\(secondResults.withLock { $0.count })")
+        #expect(ledger.lost.isEmpty && ledger.unexpected.isEmpty, "\(ledger.summary)")
+        #expect(all.filter { $0.json["willRetry"] == .bool(false) }.allSatisfy { $0.result == "newData" && $0.json["attempt"]?.intValue == 2 })
+        #expect(!moved.isEmpty, "the second member got partitions")
+        // Every second attempt started no earlier than 10 s after its first finished.
+        let byId = Dictionary(grouping: all, by: { $0.messageId ?? "?" })
+        for (id, results) in byId {
+            guard let first = results.first(where: { $0.json["attempt"]?.intValue == 1 }),
+                  let finished = first.json["finishedAt"]?.stringValue.flatMap(Self.unixMs) else { continue }
+            for second in results where second.json["attempt"]?.intValue == 2 {
+                let started = second.json["startedAt"]?.stringValue.flatMap(Self.unixMs) ?? 0
+                #expect(started - finished >= 10_000, "\(id): attempt 2 started \(started - finished) ms after attempt 1")
+            }
+        }
+        try await harness.shutdown()
+    }
 }
