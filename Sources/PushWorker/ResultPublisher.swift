@@ -534,6 +534,7 @@ final class ResultPublisher: Sendable {
         var labels: [ResultKey] = []
         labels.reserveCapacity(reports.count)
         var deadLetterLabels: [ResultKey] = []
+        var retriedLabels: [ResultKey] = []
         var failed: [Failure] = []
         var records: [KafkaOutgoingRecord] = []
         state.withLock { state in
@@ -556,6 +557,7 @@ final class ResultPublisher: Sendable {
                     // Counted when sent (``ServiceMetrics/retryTopicRecords``); not a result.
                 } else {
                     labels.append(outgoing.labels)
+                    if outgoing.result?.willRetry == true { retriedLabels.append(outgoing.labels) }
                     if onDelivered != nil { records.append(outgoing.record) }
                 }
                 if outgoing.hasCompanion {
@@ -573,6 +575,7 @@ final class ResultPublisher: Sendable {
         }
         metrics.resultsAcknowledged(labels)
         metrics.deadLettersAcknowledged(deadLetterLabels)
+        if !retriedLabels.isEmpty { metrics.retriedResultsAcknowledged(retriedLabels) }
         if let onDelivered { records.forEach(onDelivered) }
         if !failed.isEmpty {
             onRetried(failed.count)

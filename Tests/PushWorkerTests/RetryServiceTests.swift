@@ -45,7 +45,10 @@ import Testing
             let run = runs.withLock { $0[job.messageId, default: 0] += 1; return $0[job.messageId]! }  // invariant: set on the line before
             return run < 3 ? .failed("backendDown", detail: "run \(run)", retryable: true) : .newData
         }, name: "flaky")
-        let harness = try await PushWorkerTestHarness.start(registry: registry) { Self.fast(&$0) }
+        let harness = try await PushWorkerTestHarness.start(registry: registry) {
+            Self.fast(&$0)
+            $0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
+        }
         let input = try await harness.produce(Self.push("flaky"), key: "device-1")
         let results = try await harness.results(count: 3)
         let attempts = results.filter { $0.messageId == "\(input.topicPartition.topic)-\(input.topicPartition.partition)-\(input.offset)" }
@@ -77,6 +80,15 @@ import Testing
             }
             try await Task.sleep(for: .milliseconds(50))
         }
+        // The metrics count the two retried results (also in pushworker_results_total) and the two copies.
+        let port = try await HTTPProbe.port(of: harness.service)
+        let metrics = Exposition(try await HTTPProbe.request("http://127.0.0.1:\(port)/metrics").body)
+        #expect(metrics[#"pushworker_results_retried_total{type="flaky",reason="backendDown"}"#] == 2, "\(metrics.text)")
+        #expect(metrics[#"pushworker_results_total{type="flaky",result="failed",reason="backendDown"}"#] == 2)
+        #expect(metrics[#"pushworker_results_retried_total{type="flaky",reason="workerError"}"#] == 0, "present from the start")
+        #expect(metrics[#"pushworker_retry_topic_records_total{kind="retry"}"#] == 2)
+        #expect(metrics[#"pushworker_retry_topic_records_total{kind="follower"}"#] == 0)
+        #expect(metrics["pushworker_held_records"] == 0 && metrics["pushworker_parked_keys"] == 0)
         try await harness.shutdown()
     }
 
