@@ -355,7 +355,7 @@ public final class JobDispatcher: Sendable {
         var effects = Effects()
         let wake = state.withLock { state -> Int64? in
             for (pending, outcomeNow) in zip(routed, outcomesNow) {
-                place(pending, outcomeNow: outcomeNow, nowNs: nowNs, nowMs: nowMs, in: &state, effects: &effects)
+                place(pending, outcomeNow: outcomeNow, nowNs: nowNs, in: &state, effects: &effects)
             }
             return state.takeWake()
         }
@@ -378,7 +378,7 @@ public final class JobDispatcher: Sendable {
     /// Places one routed job (under the lock): forwards it behind its parked key, holds it or forwards it
     /// while its time has not come, drops it as a duplicate, queues it behind its key (collapsing an older
     /// waiting one), finishes it at once (an immediate worker), starts it, or queues it for a slot.
-    private func place(_ routedPending: Pending, outcomeNow: WorkerOutcome?, nowNs: Int64, nowMs: Int64, in state: inout State, effects: inout Effects) {
+    private func place(_ routedPending: Pending, outcomeNow: WorkerOutcome?, nowNs: Int64, in state: inout State, effects: inout Effects) {
         var pending = routedPending
         if let key = pending.job.key, !state.parked.isEmpty, var park = state.parked[key] {
             if pending.fromRetryTopic {
@@ -406,7 +406,8 @@ public final class JobDispatcher: Sendable {
             return
         }
         if let id = pending.dedupeId, state.dedupe != nil {
-            if let first = state.dedupe?.admit(id, source: pending.job.source, nowMs: clockOrigin.duration(to: .now).wholeMilliseconds) {
+            // The window's times are the dispatcher's monotonic clock, in ms.
+            if let first = state.dedupe?.admit(id, source: pending.job.source, nowMs: nowNs / 1_000_000) {
                 effects.notRun.append((pending, duplicate(pending, of: first, windowMs: state.dedupe?.windowMs ?? 0)))
                 return
             }
@@ -492,11 +493,10 @@ public final class JobDispatcher: Sendable {
     }
 
     /// Moves the held jobs whose time has come on: a retry holding its key to the ready line, a scheduled
-    /// push through ``place(_:outcomeNow:nowNs:nowMs:in:effects:)`` as if it had just arrived.
+    /// push through ``place(_:outcomeNow:nowNs:in:effects:)`` as if it had just arrived.
     private func timerFired() {
         let now = ContinuousClock.now
         let nowNs = clockOrigin.duration(to: now).wholeNanoseconds
-        let nowMs = WallClock.nowMs()
         var effects = Effects()
         let (due, next) = state.withLock { state -> ([Pending], Int64?) in
             state.wakeAtNs = nil
@@ -522,7 +522,7 @@ public final class JobDispatcher: Sendable {
                     state.waiting -= 1
                     var arriving = pending
                     arriving.fromRetryTopic = false  // its read from the retry topic was counted when it arrived
-                    place(arriving, outcomeNow: outcomeNow, nowNs: nowNs, nowMs: nowMs, in: &state, effects: &effects)
+                    place(arriving, outcomeNow: outcomeNow, nowNs: nowNs, in: &state, effects: &effects)
                 }
             }
             effects.toStart += state.fillSlots(maxInFlight: maxInFlight)
@@ -782,7 +782,7 @@ public final class JobDispatcher: Sendable {
 
     /// Frees the slot and the key of `pending`, which has finished. When it will be retried (`retried`), the
     /// jobs of its key queued behind it follow it through the retry topic, in order, and its key is parked:
-    /// later records of the key follow too (``place(_:outcomeNow:nowNs:nowMs:in:effects:)``) until what
+    /// later records of the key follow too (``place(_:outcomeNow:nowNs:in:effects:)``) until what
     /// was forwarded is read back here, or the parking expires.
     private func finished(_ pending: Pending, failed: Bool, retried: Bool) {
         let nowNs = clockOrigin.duration(to: .now).wholeNanoseconds
