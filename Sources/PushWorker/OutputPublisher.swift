@@ -7,8 +7,9 @@ import PushWorkerKafka
 /// and auto-committed) or ``TransactionalPublisher`` (exactly-once results: an input record's outputs and
 /// its offset are written in one Kafka transaction).
 ///
-/// An input record's outputs are a list of records, all written together: in the exactly-once mode they
-/// go into one transaction, never split over two.
+/// An input record's outputs are a list of records, all written together: its result with its dead letter
+/// or its copy for the retry topic, or (``forward(_:source:)``) a copy for the retry topic alone. In the
+/// exactly-once mode they go into one transaction, never split over two.
 protocol OutputPublisher: AnyObject, Sendable {
     /// Notes partitions assigned to this member: their outputs are written from now on.
     func own(_ partitions: [TopicPartition])
@@ -18,8 +19,11 @@ protocol OutputPublisher: AnyObject, Sendable {
     /// - Returns: how many results were dropped.
     @discardableResult
     func release(_ partitions: [TopicPartition]) -> Int
-    /// Writes an input record's result, and its dead letter when there is one.
-    func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord?)
+    /// Writes an input record's result, and its dead letter or its copy for the retry topic when there is one.
+    func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord?, retry: KafkaOutgoingRecord?)
+    /// Writes `record`, a copy of the input record at `source` for the retry topic that stands in for its
+    /// result for now (a scheduled push, a record following a retry of its key).
+    func forward(_ record: KafkaOutgoingRecord, source: RecordSource)
     /// Produces what waits for a retry, when due (called every round of the consumer loop).
     func retryBacklog()
     /// Input partitions whose outputs cannot be written now (the consumer pauses them).

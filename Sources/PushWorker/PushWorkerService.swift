@@ -315,17 +315,32 @@ public final class PushWorkerService: Sendable {
                 onReplaced: onReplaced)
             transactions = nil
         }
+        let retryTopic = configuration.retries.topic
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
             maxInFlight: configuration.maxInFlight, executor: executor,
-            collapse: configuration.collapse, dedupe: configuration.dedupe) { [logger, deadLetter = configuration.deadLetter] result, input in
-                if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
-                // One line per result at debug level (built only when debug is on).
-                logger.debug("result", metadata: Self.metadata(of: result))
-                if let deadLetter, deadLetter.accepts(result) {
-                    publisher.publish(result, deadLetter: DeadLetterRecord.make(for: input, result: result, topic: deadLetter.topic))
-                } else {
-                    publisher.publish(result, deadLetter: nil)
+            collapse: configuration.collapse, dedupe: configuration.dedupe,
+            delay: configuration.retries.delaySettings) { [logger, deadLetter = configuration.deadLetter] output in
+                switch output {
+                case .result(let result, let input, let retry):
+                    if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
+                    // One line per result at debug level (built only when debug is on).
+                    logger.debug("result", metadata: Self.metadata(of: result))
+                    if let retry {
+                        metrics.retryTopicRecords.increment(labels: ["retry"])
+                        publisher.publish(result, deadLetter: nil, retry: RetryRecord.make(for: input, retry: retry, topic: retryTopic))
+                    } else if let deadLetter, deadLetter.accepts(result) {
+                        publisher.publish(result, deadLetter: DeadLetterRecord.make(for: input, result: result, topic: deadLetter.topic), retry: nil)
+                    } else {
+                        publisher.publish(result, deadLetter: nil, retry: nil)
+                    }
+                case .forward(let input, let forward):
+                    metrics.retryTopicRecords.increment(labels: [forward.kind.rawValue])
+                    logger.debug("record sent to the retry topic", metadata: [
+                        "kind": forward.kind.rawValue, "topic": input.source.topic, "partition": String(input.source.partition),
+                        "offset": String(input.source.offset), "messageId": forward.messageId,
+                    ])
+                    publisher.forward(RetryRecord.make(for: input, forward: forward, topic: retryTopic), source: input.source)
                 }
             }
         let loop = ConsumerLoop(
@@ -341,6 +356,8 @@ public final class PushWorkerService: Sendable {
             metrics.jobsInFlight.set(Double(dispatcher.runningCount))
             metrics.recordsBuffered.set(Double(tracker.outstanding))
             metrics.dedupeEntries.set(Double(dispatcher.dedupeEntryCount))
+            metrics.heldRecords.set(Double(dispatcher.heldCount))
+            metrics.parkedKeys.set(Double(dispatcher.parkedKeyCount))
             metrics.resultsWaiting.set(Double(publisher.unacknowledged))
             metrics.oldestUnacknowledgedAge.set(publisher.oldestUnacknowledgedAge.map { Double($0.wholeMilliseconds) / 1000 } ?? 0)
         }
@@ -351,7 +368,7 @@ public final class PushWorkerService: Sendable {
             stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         consumerBox.withLock { $0 = consumer }
         do {
-            try consumer.subscribe(configuration.inputTopics)
+            try consumer.subscribe(configuration.subscribedTopics)
         } catch {
             _ = await publisher.close(timeoutMs: 0, cutShort: { false }, cutShortTimeoutMs: 0)
             consumerBox.withLock { $0 = nil }
@@ -368,6 +385,7 @@ public final class PushWorkerService: Sendable {
             "collapse": configuration.collapse ? "on" : "off",
             "exactlyOnce": configuration.exactlyOnce.enabled ? "on, transactional.id \(configuration.producerProperties["transactional.id"] ?? "")" : "(off)",
             "dedupe": configuration.dedupe.map { "window \($0.effectiveWindowMs) ms, at most \($0.effectiveMaxEntries) apns-ids" } ?? "(off)",
+            "retryTopic": configuration.retries.enabled ? retryTopic : "(off)",
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }
         var failure: Error?

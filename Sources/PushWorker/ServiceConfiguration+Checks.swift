@@ -47,6 +47,7 @@ extension ServiceConfiguration {
         // An input topic starting with `^` is a regular expression (librdkafka's pattern subscription).
         let named = inputTopics.filter { !$0.hasPrefix("^") }.map { ("inputTopics", $0) }
         for (key, name) in named + [("resultsTopic", resultsTopic)] + (deadLetter.map { [("deadLetter.topic", $0.topic)] } ?? [])
+            + (retries.enabled ? [("retries.topic", retries.topic)] : [])
         where !name.isEmpty && !Self.isLegalTopicName(name) {
             throw ConfigurationError(.invalidValue, key: key, "'\(name)' is not a legal Kafka topic name (1–249 characters from a-z, A-Z, 0-9, '.', '_' and '-')")
         }
@@ -57,6 +58,19 @@ extension ServiceConfiguration {
             }
             if deadLetter.topic == resultsTopic {
                 throw ConfigurationError(.invalidValue, key: "deadLetter.topic", "'\(deadLetter.topic)' is also the results topic; readers of results would get input records")
+            }
+        }
+        if retries.enabled {
+            let topic = retries.topic
+            if topic.isEmpty { throw ConfigurationError(.invalidValue, key: "retries.topic", "must not be empty; turn retries off with retries.enabled: false") }
+            if inputTopics.contains(topic) {
+                throw ConfigurationError(.invalidValue, key: "retries.topic", "'\(topic)' is also an input topic; the retry topic must be a topic of its own")
+            }
+            if topic == resultsTopic {
+                throw ConfigurationError(.invalidValue, key: "retries.topic", "'\(topic)' is also the results topic; readers of results would get input records")
+            }
+            if topic == deadLetter?.topic {
+                throw ConfigurationError(.invalidValue, key: "retries.topic", "'\(topic)' is also the dead-letter topic; dead letters would run again at once, in a loop")
             }
         }
         if groupId.isEmpty { throw ConfigurationError(.invalidValue, key: "groupId", "must not be empty") }

@@ -22,8 +22,16 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// The dead-letter topic and which `failed` results send their input record there, or `nil` (the
     /// default): no dead letters, the results topic alone says what failed.
     public var deadLetter: DeadLetterConfiguration?
-    /// The topics the service writes: ``resultsTopic``, then the ``deadLetter`` topic when one is set.
-    public var outputTopics: [String] { [resultsTopic] + (deadLetter.map { [$0.topic] } ?? []) }
+    /// Retries and scheduled pushes (file `retries`): on by default, through the retry topic
+    /// `push-retries` (``RetryConfiguration``).
+    public var retries = RetryConfiguration()
+    /// The topics the service writes: ``resultsTopic``, the ``deadLetter`` topic when one is set, and the
+    /// retry topic when ``retries`` are enabled (the service also reads that one).
+    public var outputTopics: [String] {
+        [resultsTopic] + (deadLetter.map { [$0.topic] } ?? []) + (retries.enabled ? [retries.topic] : [])
+    }
+    /// The topics the service subscribes to: ``inputTopics``, and the retry topic when ``retries`` are enabled.
+    public var subscribedTopics: [String] { inputTopics + (retries.enabled ? [retries.topic] : []) }
     /// Whether waiting records of one key with the same `apns-collapse-id` collapse to the newest (file
     /// `collapse`): the older ones get `noData` / `collapsed` without running. Default `true` (APNs's own
     /// behaviour for the header); records without the header or without a key are never collapsed.
@@ -96,10 +104,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public func makeRegistry() -> WorkerRegistry {
         var registry = WorkerRegistry(defaultBudget: defaultBudget.asBudgetSetting, workerSettings: workerSettings)
         for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
-            registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: type), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent)
+            registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: type), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent, retry: spec.retry)
         }
         if let spec = defaultWorker {
-            registry.setDefault(worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: "default"), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent)
+            registry.setDefault(worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: "default"), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent, retry: spec.retry)
         }
         return registry
     }

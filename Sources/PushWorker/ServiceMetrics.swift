@@ -20,6 +20,14 @@ final class ServiceMetrics: Sendable {
     let jobsInFlight: MetricGauge
     let recordsBuffered: MetricGauge
     let dedupeEntries: MetricGauge
+    /// `pushworker_results_retried_total{type,reason}`: acknowledged results with `willRetry` true.
+    let resultsRetried: MetricCounter
+    /// `pushworker_retry_topic_records_total{kind}`: records sent to the retry topic.
+    let retryTopicRecords: MetricCounter
+    /// `pushworker_held_records`: records held in memory until their time.
+    let heldRecords: MetricGauge
+    /// `pushworker_parked_keys`: keys whose records follow a retry through the retry topic.
+    let parkedKeys: MetricGauge
     let timeouts: MetricCounter
     let cancellationIgnored: MetricCounter
     let deliveryRetries: MetricCounter
@@ -79,6 +87,16 @@ final class ServiceMetrics: Sendable {
         jobsInFlight = try r.gauge("pushworker_jobs_in_flight", help: "Workers running now.")
         recordsBuffered = try r.gauge("pushworker_records_buffered", help: "Records taken but unfinished: waiting, running, or with a result not yet acknowledged.")
         dedupeEntries = try r.gauge("pushworker_dedupe_entries", help: "apns-ids remembered by the dedupe window (0 when dedupe is off); at most dedupe.maxEntries.")
+        resultsRetried = try r.counter(
+            "pushworker_results_retried_total",
+            help: "Results acknowledged with willRetry true (a retryable failure whose record runs again), by payload type and reason as in pushworker_results_total, where they are counted too; subtract them for failures that are final.",
+            labels: ["type", "reason"], cap: LabelCap(label: "reason", per: "type", limit: Self.reasonsPerType))
+        retryTopicRecords = try r.counter(
+            "pushworker_retry_topic_records_total",
+            help: "Records sent to the retry topic, by kind: retry (the next attempt of a retryable failure), scheduled (pushworker-not-before later than retries.maxHoldMs), requeued (read from the retry topic and still not due within it), follower (behind a retry of its key).",
+            labels: ["kind"])
+        heldRecords = try r.gauge("pushworker_held_records", help: "Records held in memory until their time (a retry's backoff, a pushworker-not-before); at most retries.maxHeld scheduled ones.")
+        parkedKeys = try r.gauge("pushworker_parked_keys", help: "Keys whose new records follow an earlier record of theirs through the retry topic, to keep their order.")
         timeouts = try r.counter("pushworker_timeouts_total", help: "Worker runs that reached their budget and were cancelled, by payload type.", labels: ["type"])
         cancellationIgnored = try r.counter(
             "pushworker_cancellation_ignored_total",
@@ -140,6 +158,9 @@ final class ServiceMetrics: Sendable {
         transactionsCommitted.increment(by: 0)
         transactionsAborted.increment(by: 0)
         transactionsRetried.increment(by: 0)
+        for kind in ["retry", "scheduled", "requeued", "follower"] { retryTopicRecords.increment(by: 0, labels: [kind]) }
+        // Present from the start, so that alerts subtracting them (PushworkerWorkerErrors) have a series.
+        for type in registeredTypes + [Self.unregisteredType, ""] { resultsRetried.increment(by: 0, labels: [type, ResultReason.workerError.rawValue]) }
         requestTimeouts.increment(by: 0, labels: [Client.consumer.rawValue])
         requestTimeouts.increment(by: 0, labels: [Client.producer.rawValue])
         buildInfo.set(1, labels: [PushWorkerService.version, KafkaLibrary.versionString])
@@ -197,6 +218,11 @@ final class ServiceMetrics: Sendable {
             }
         }
         results.increment(batch)
+    }
+
+    /// Counts acknowledged results with `willRetry` true (rare: no label cache).
+    func retriedResultsAcknowledged(_ keys: [ResultKey]) {
+        for key in keys { resultsRetried.increment(by: 1, labels: [typeLabel(key.type), key.reason?.rawValue ?? ""]) }
     }
 
     /// Counts dead letters the broker acknowledged (rare: no label cache).

@@ -37,10 +37,13 @@ import Synchronization
 final class TransactionalPublisher: OutputPublisher {
     /// One output of an input record.
     struct Output: Sendable {
+        /// What an output is.
+        enum Kind: Sendable { case result, deadLetter, retryTopicCopy }
         var record: KafkaOutgoingRecord
-        var isDeadLetter: Bool
+        var kind: Kind
         /// 0 as published, then ``ResultPublisher/replacement(of:result:isDeadLetter:stage:error:)``'s stage.
         var stage = 0
+        var isDeadLetter: Bool { kind == .deadLetter }
     }
 
     /// An input record's outputs, all written in one transaction.
@@ -185,18 +188,26 @@ final class TransactionalPublisher: OutputPublisher {
         return dropped
     }
 
-    /// Buffers the result (and the dead letter before it) for the next transaction; dropped when its
-    /// partition is not owned (``release(_:)``).
-    func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord?) {
+    /// Buffers the result (and its dead letter or retry-topic copy before it) for the next transaction;
+    /// dropped when its partition is not owned (``release(_:)``).
+    func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord?, retry: KafkaOutgoingRecord?) {
         var headers: [KafkaHeader] = []
         // Byte for byte as the input had them (contract section 3), UTF-8 or not.
         if let apnsId = result.apnsIdHeader { headers.append(KafkaHeader(name: "apns-id", value: apnsId)) }
         if let traceparent = result.traceparentHeader { headers.append(KafkaHeader(name: "traceparent", value: traceparent)) }
         var outputs: [Output] = []
-        if let deadLetter { outputs.append(Output(record: deadLetter, isDeadLetter: true)) }
-        outputs.append(Output(record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers), isDeadLetter: false))
+        if let deadLetter { outputs.append(Output(record: deadLetter, kind: .deadLetter)) }
+        if let retry { outputs.append(Output(record: retry, kind: .retryTopicCopy)) }
+        outputs.append(Output(record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers), kind: .result))
         let source = TopicPartition(topic: result.source.topic, partition: result.source.partition)
         publish(Entry(source: source, offset: result.source.offset, outputs: outputs, result: result, publishedAtNs: WallClock.monotonicNs()))
+    }
+
+    /// Buffers `record`, the input record's copy for the retry topic standing in for its result, for the
+    /// next transaction, with the input's offset.
+    func forward(_ record: KafkaOutgoingRecord, source: RecordSource) {
+        let partition = TopicPartition(topic: source.topic, partition: source.partition)
+        publish(Entry(source: partition, offset: source.offset, outputs: [Output(record: record, kind: .retryTopicCopy)], result: nil, publishedAtNs: WallClock.monotonicNs()))
     }
 
     /// Buffers an input record's outputs for the next transaction (all of them in the same one).
@@ -458,10 +469,12 @@ final class TransactionalPublisher: OutputPublisher {
         }
         count(.committed)
         metrics.resultsAcknowledged(entries.compactMap { $0.result.map(ResultKey.init) })
+        let retried = entries.compactMap { $0.result?.willRetry == true ? $0.result.map(ResultKey.init) : nil }
+        if !retried.isEmpty { metrics.retriedResultsAcknowledged(retried) }
         metrics.deadLettersAcknowledged(entries.filter { $0.outputs.contains(where: \.isDeadLetter) }.compactMap { $0.result.map(ResultKey.init) })
         if let onDelivered {
             for entry in entries {
-                for output in entry.outputs where !output.isDeadLetter { onDelivered(output.record) }
+                for output in entry.outputs where output.kind == .result { onDelivered(output.record) }
             }
         }
         return true
@@ -486,7 +499,7 @@ final class TransactionalPublisher: OutputPublisher {
                 let failure = error.produceFailure
                 metrics.produceError(topic: output.record.topic, failure: failure)
                 if failure == .recordRejected,
-                   let (record, stage, name) = ResultPublisher.replacement(of: output.record, result: entry.result, isDeadLetter: output.isDeadLetter, stage: output.stage, error: error) {
+                   let (record, stage, name) = ResultPublisher.replacement(of: output.record, result: output.kind == .result ? entry.result : nil, isDeadLetter: output.isDeadLetter, stage: output.stage, error: error) {
                     let kind = output.isDeadLetter ? "deadLetter" : "result"
                     metrics.replaced(kind: kind, stage: name)
                     onReplaced()
