@@ -358,4 +358,43 @@ struct ExactlyOnceTests {
         #expect(topic.lost.isEmpty && topic.duplicates == 0, "the runs cut short by the loss wrote nothing: \(topic.summary)")
         #expect(harness.service.currentStatistics.jobsCutShortByRebalance == 2)
     }
+
+    /// Retries in the mode: each input fails retryably once, then succeeds. The first attempt's result and
+    /// its copy for the retry topic go into one transaction; the retry is read from the retry topic (its
+    /// offset committed by the transactions too) and its final result committed: every input has exactly
+    /// two committed results (attempt 1 with willRetry, attempt 2 final), and the retry topic one copy each.
+    @Test func retriesWriteTheirCopyInTheSameTransactionAsTheResult() async throws {
+        let runs = RunCounter()
+        var registry = WorkerRegistry(defaultBudget: .seconds(10))
+        registry.register(type: "flaky", worker: ClosureWorker { job in
+            let run = runs.runs.withLock { runs -> Int in
+                runs[job.messageId, default: 0] += 1
+                return runs[job.messageId] ?? 0
+            }
+            return run < 2 ? .failed("backendDown", detail: "run \(run)", retryable: true) : .newData
+        }, name: "flaky")
+        let harness = try await Self.start(registry) {
+            $0.retries.policy = RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(150), multiplier: 2, maxDelay: .seconds(2), jitter: 0)
+        }
+        let count = Self.underSanitizer ? 5 : 20
+        var ids: [String] = []
+        for n in 0..<count {
+            try await harness.produce(Self.push("flaky"), headers: ["apns-id": "flaky-\(n)"], partition: Int32(n % 2))
+            ids.append("flaky-\(n)")
+        }
+        _ = try await harness.results(count: 2 * count)
+        let statistics = harness.service.currentStatistics
+        try await harness.stopService()
+        let committed = harness.receivedResults
+        let copies = try await harness.readTopic(harness.configuration.retries.topic, count: 2 * count, timeout: .seconds(3))
+        try await harness.shutdown()
+        for id in ids {
+            let attempts = committed.filter { $0.messageId == id }.sorted { ($0.json["attempt"]?.intValue ?? 0) < ($1.json["attempt"]?.intValue ?? 0) }
+            #expect(attempts.map { $0.json["attempt"]?.intValue } == [1, 2], "\(id): \(attempts.map(\.json))")
+            #expect(attempts.map { $0.json["willRetry"] } == [.bool(true), .bool(false)], "\(id)")
+        }
+        #expect(committed.count == 2 * count)
+        #expect(copies.count == count, "one retry-topic copy per input: \(copies.count)")
+        #expect(statistics.transactionsAborted == 0 && statistics.transactionsCommitted >= 2, "\(statistics)")
+    }
 }
