@@ -317,7 +317,10 @@ struct ExactlyOnceTests {
     /// The group takes the partitions away (a Heartbeat answered `UNKNOWN_MEMBER_ID`: the assignment is
     /// lost) while a job of each runs: nothing more of them is committed, also when their workers return
     /// later; the member joins again, reads the records again and commits one result for each.
-    @Test func lostPartitionsCommitNothingMore() async throws {
+    /// Not under a sanitizer (`PUSHWORKER_SANITIZER`): 18 s of the mock's rejoin waits for a path (release
+    /// and cut short) that the revocation test and RebalanceDrainTests run there already.
+    @Test(.disabled(if: ExactlyOnceTests.underSanitizer, "light under sanitizers: the loss path is the revocation's release, run by the other tests"))
+    func lostPartitionsCommitNothingMore() async throws {
         let held = Gate()
         var registry = WorkerRegistry(defaultBudget: .seconds(60))
         let counter = RunCounter()
