@@ -43,6 +43,16 @@ struct ConfigReader {
         return Int(number)
     }
 
+    /// A finite number (an integer or a decimal fraction).
+    mutating func double(_ name: String) throws -> Double? {
+        guard let value = value(name) else { return nil }
+        switch value {
+        case .int(let number): return Double(number)
+        case .double(let number) where number.isFinite: return number
+        default: throw ConfigurationError(.invalidValue, key: key(name), "must be a number")
+        }
+    }
+
     mutating func bool(_ name: String) throws -> Bool? {
         guard let value = value(name) else { return nil }
         guard case .bool(let flag) = value else { throw ConfigurationError(.invalidValue, key: key(name), "must be true or false") }

@@ -21,7 +21,11 @@ final class ConsumerLoop: Sendable {
     private let state = Mutex(State())
     private let consumer: KafkaConsumer
     private let dispatcher: JobDispatcher
-    private let publisher: ResultPublisher
+    private let publisher: any OutputPublisher
+    /// The exactly-once mode's publisher (the same object as `publisher`), or `nil` in the at-least-once
+    /// mode: then offsets come from its transactions, never from the consumer's stores and commits, and
+    /// the loop rewinds after an aborted transaction.
+    private let transactions: TransactionalPublisher?
     private let tracker: OffsetTracker
     private let maxBuffered: Int
     private let drainTimeoutMs: Int
@@ -42,7 +46,7 @@ final class ConsumerLoop: Sendable {
     static let batchSize = 2048
 
     init(
-        consumer: KafkaConsumer, dispatcher: JobDispatcher, publisher: ResultPublisher, tracker: OffsetTracker,
+        consumer: KafkaConsumer, dispatcher: JobDispatcher, publisher: any OutputPublisher, transactions: TransactionalPublisher? = nil, tracker: OffsetTracker,
         maxBuffered: Int, drainTimeoutMs: Int, rebalanceDrainTimeoutMs: Int? = nil, logger: PushWorkerLogger, metrics: ServiceMetrics,
         stopNow: @escaping @Sendable () -> Bool = { false },
         statistics: @escaping @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
@@ -51,6 +55,7 @@ final class ConsumerLoop: Sendable {
         self.consumer = consumer
         self.dispatcher = dispatcher
         self.publisher = publisher
+        self.transactions = transactions
         self.tracker = tracker
         self.maxBuffered = maxBuffered
         self.drainTimeoutMs = drainTimeoutMs
@@ -68,7 +73,8 @@ final class ConsumerLoop: Sendable {
     /// consumer) for running jobs to finish or reach their deadline; on a fast stop (`stopNow`, at any point
     /// of that wait too) it cuts them short instead (``JobDispatcher/stopNow()``): they get no result and
     /// their offsets are not committed. Blocking: dedicated thread only.
-    /// - Throws: ``KafkaError/Code/fatal`` on a fatal consumer error.
+    /// - Throws: ``KafkaError/Code/fatal`` on a fatal consumer error or a rewind that fails; in the
+    ///   exactly-once mode, the ``KafkaTransactionError`` that stopped the transactions.
     func run(until shouldStop: () -> Bool) throws {
         defer { heartbeat.end() }
         var batch: [InputRecord] = []
@@ -77,6 +83,7 @@ final class ConsumerLoop: Sendable {
         taken.reserveCapacity(Self.batchSize)
         while !shouldStop() {
             heartbeat.beat()
+            if let transactions { try serve(transactions) }
             var timeout: Int32 = 100
             while batch.count < Self.batchSize, let record = try consumer.poll(timeoutMs: timeout) {
                 timeout = 0
@@ -98,6 +105,7 @@ final class ConsumerLoop: Sendable {
             if !batch.isEmpty {
                 let count = batch.count
                 tracker.track(taken)
+                transactions?.noteTaken(taken)
                 dispatcher.submit(batch)
                 statistics { $0.recordsConsumed += count }
                 metrics.recordsConsumed.increment(by: Double(count))
@@ -187,7 +195,38 @@ final class ConsumerLoop: Sendable {
     /// waiting again (the shutdown has waited `drainTimeoutMs` for jobs and then for results already).
     func storeCommittableBeforeClose() {
         state.withLock { $0.closing = true }
-        consumer.storeOffsets(tracker.committable)
+        // Exactly-once: offsets are committed only by the transactions, never stored here.
+        if transactions == nil { consumer.storeOffsets(tracker.committable) }
+    }
+
+    /// Exactly-once mode, each round: stops on the transactions' fatal error, and rewinds after an
+    /// aborted transaction: cuts short the jobs of every assigned partition (their records are read again),
+    /// drops their buffered outputs, forgets their tracked records, and seeks each partition to the offset
+    /// after this member's last committed transaction (``TransactionalPublisher/rewindTargets(_:)``).
+    /// - Throws: the ``KafkaTransactionError`` that stopped the transactions, or ``KafkaError/Code/fatal``
+    ///   when a partition cannot be rewound (going on would skip the aborted records).
+    private func serve(_ transactions: TransactionalPublisher) throws {
+        if let failure = transactions.failure { throw failure }
+        guard transactions.rewindRequested else { return }
+        let assigned = state.withLock { Array($0.assigned) }
+        let set = Set(assigned)
+        let cut = dispatcher.cutShort { set.contains(TopicPartition(topic: $0.topic, partition: $0.partition)) }
+        let targets = transactions.rewindTargets(assigned)
+        tracker.forget(assigned)
+        let refused: [(TopicPartition, KafkaError)]
+        do {
+            refused = try consumer.seek(targets)
+        } catch {
+            throw KafkaError(.fatal, "cannot rewind the input after an aborted transaction (\(error)); stopping so that no aborted record is skipped")
+        }
+        if let (tp, error) = refused.first {
+            throw KafkaError(.fatal, "cannot rewind \(tp) after an aborted transaction (\(error.message)); stopping so that no aborted record is skipped")
+        }
+        transactions.rewound()
+        statistics { $0.transactionRewinds += 1 }
+        logger.warning("transaction aborted: partitions rewound to the offsets after the last committed transaction; their records are read and run again", metadata: [
+            "partitions": targets.map { "\($0.topicPartition)@\($0.offset)" }.sorted().joined(separator: ","), "jobsCutShort": String(cut.count),
+        ])
     }
 
     /// Handles a rebalance, on the thread serving the consumer (the rebalance callback: it blocks that
@@ -202,6 +241,11 @@ final class ConsumerLoop: Sendable {
     ///   them. Jobs of other partitions are not touched.
     /// - lost: as revoking, without the wait and without storing offsets (the group has already given the
     ///   partitions to another member).
+    ///
+    /// In the exactly-once mode (``TransactionalPublisher``) nothing is stored or committed by the consumer:
+    /// a revocation instead has the buffered outputs committed in a transaction, with the revoked
+    /// partitions' offsets, before the partitions are released (``TransactionalPublisher/commitNow(timeoutMs:)``);
+    /// a loss commits nothing more of them (their buffered outputs are dropped).
     func rebalanced(_ event: KafkaRebalanceEvent) {
         // Incremental (cooperative) rebalances often hand this member nothing new: nothing to do or count.
         switch event {
@@ -230,7 +274,8 @@ final class ConsumerLoop: Sendable {
             takeBack(partitions)
             let closing = state.withLock { $0.closing }
             let deadline = ContinuousClock.now.advanced(by: .milliseconds(closing ? 0 : rebalanceDrainTimeoutMs))
-            while !tracker.settled(partitions) && ContinuousClock.now < deadline && !stopNow() {
+            // Exactly-once: a pending rewind holds the transactions, so nothing more settles; do not wait.
+            while !tracker.settled(partitions) && ContinuousClock.now < deadline && !stopNow() && transactions?.rewindRequested != true {
                 heartbeat.beat()
                 publisher.retryBacklog()
                 Thread.sleep(forTimeInterval: 0.005)
@@ -244,6 +289,14 @@ final class ConsumerLoop: Sendable {
                                metadata: ["partitions": partitions.map(\.description).joined(separator: ","), "count": String(cut),
                                           "rebalanceDrainTimeoutMs": String(rebalanceDrainTimeoutMs)])
             }
+            // Exactly-once: commit now what is buffered, with the revoked partitions' offsets, before they go
+            // (an abort here leaves their records to the next owner, and the others are rewound next round).
+            if let transactions, !stopNow() {
+                if !transactions.commitNow(timeoutMs: max(rebalanceDrainTimeoutMs, 1000)) {
+                    logger.warning("partitions revoked: their finished results could not be committed before they go (a transaction aborted or failed, or did not end in time); their records run again on their next owner",
+                                   metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
+                }
+            }
             let dropped = publisher.release(partitions)
             if dropped > 0 {
                 logger.warning("partitions revoked: results not yet produced are dropped; their next owner reads their records again", metadata: ["count": String(dropped)])
@@ -256,7 +309,7 @@ final class ConsumerLoop: Sendable {
             // revocationCommitFailures). Skipped while closing (the shutdown commits) and on a
             // fast stop.
             let set = Set(partitions)
-            let offsets = tracker.committable.filter { set.contains($0.topicPartition) }
+            let offsets = transactions == nil ? tracker.committable.filter { set.contains($0.topicPartition) } : []
             consumer.storeOffsets(offsets)
             if !offsets.isEmpty && !closing && !stopNow() {
                 do {

@@ -23,10 +23,10 @@ package enum DeadLetterRecord {
         package static let reason = "pushworker-reason"
         package static let detail = "pushworker-detail"
         package static let worker = "pushworker-worker"
-        package static let messageId = "pushworker-message-id"
-        package static let sourceTopic = "pushworker-source-topic"
-        package static let sourcePartition = "pushworker-source-partition"
-        package static let sourceOffset = "pushworker-source-offset"
+        package static let messageId = PushHeaders.messageIdHeader
+        package static let sourceTopic = PushHeaders.sourceTopicHeader
+        package static let sourcePartition = PushHeaders.sourcePartitionHeader
+        package static let sourceOffset = PushHeaders.sourceOffsetHeader
         package static let failedAt = "pushworker-failed-at"
         /// On a stub dead letter (``DeadLetterRecord/stub(of:dropKey:error:)``): librdkafka's name of the
         /// error that refused the full dead letter, e.g. `MSG_SIZE_TOO_LARGE`.
@@ -102,9 +102,11 @@ package enum DeadLetterRecord {
         add(Header.detail, result.detail)
         add(Header.worker, result.worker)
         add(Header.messageId, result.messageId)
-        add(Header.sourceTopic, input.source.topic)
-        add(Header.sourcePartition, String(input.source.partition))
-        add(Header.sourceOffset, String(input.source.offset))
+        // A record that came through the retry topic names where it was first read: redrive sends it there.
+        let source = result.origin ?? input.source
+        add(Header.sourceTopic, source.topic)
+        add(Header.sourcePartition, String(source.partition))
+        add(Header.sourceOffset, String(source.offset))
         add(Header.failedAt, WallClock.rfc3339(ms: result.finishedAtMs))
         return KafkaOutgoingRecord(topic: topic, key: input.key, value: input.value, headers: headers)
     }

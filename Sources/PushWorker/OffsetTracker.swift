@@ -82,6 +82,27 @@ final class OffsetTracker: Sendable {
         }
     }
 
+    /// Marks acknowledged results as ``complete(_:)`` does, and says for each position whether it was
+    /// tracked and still pending (so this call completed it): an output of a record not tracked (its
+    /// partition was forgotten, e.g. rewound) or already done (a second result for it) is not accepted.
+    /// - Returns: one flag per position, in order, and the partitions whose committable offset moved.
+    func completeEach(_ positions: [(TopicPartition, Int64)]) -> (accepted: [Bool], moved: [TopicPartitionOffset]) {
+        partitions.withLock { partitions in
+            var accepted: [Bool] = []
+            accepted.reserveCapacity(positions.count)
+            var moved: [TopicPartition: Int64] = [:]
+            for (tp, offset) in positions {
+                guard let index = partitions[tp]?.index(of: offset), partitions[tp]?.marks[index] == .pending else {
+                    accepted.append(false)
+                    continue
+                }
+                accepted.append(true)
+                if let next = partitions[tp]?.complete(offset) { moved[tp] = next }
+            }
+            return (accepted, moved.map { TopicPartitionOffset($0.key, offset: $0.value) })
+        }
+    }
+
     /// Marks records taken back before their worker started.
     func abandon(_ records: [(TopicPartition, Int64)]) {
         partitions.withLock { partitions in

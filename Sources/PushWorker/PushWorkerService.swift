@@ -56,6 +56,14 @@ public final class PushWorkerService: Sendable {
         /// Assigned partitions paused because their results (or dead letters) cannot be delivered now; each
         /// is resumed once they go through again.
         public var heldPartitions: [TopicPartition] = []
+        /// Exactly-once mode (``ServiceConfiguration/exactlyOnce``): transactions committed.
+        public var transactionsCommitted = 0
+        /// Exactly-once mode: transactions aborted (their input records are read and run again).
+        public var transactionsAborted = 0
+        /// Exactly-once mode: transactional calls made again after a retriable error (e.g. `_TIMED_OUT`).
+        public var transactionRetries = 0
+        /// Exactly-once mode: rewinds of the assigned partitions after an aborted transaction.
+        public var transactionRewinds = 0
         /// Whether the consumer has partitions assigned.
         public var assignedPartitions: [TopicPartition] = []
     }
@@ -263,42 +271,80 @@ public final class PushWorkerService: Sendable {
         })
         release.hold(consumer)
         let storeLogger = logger
-        let publisher = try ResultPublisher(
-            properties: configuration.producerProperties, resultsTopic: configuration.resultsTopic, tracker: tracker,
-            logger: logger, logHandler: kafkaLog, metrics: metrics,
-            // Weak: a worker that ignores a fast stop's cancellation may keep the publisher alive after the
-            // service has returned; it must not keep the consumer (its release belongs on a dedicated thread).
-            storeOffsets: { [weak consumer] offsets in
-                guard let consumer else { return }
-                for (tp, error) in consumer.storeOffsets(offsets) {
-                    storeLogger.debug("offset not stored (partition no longer assigned)", metadata: ["partition": "\(tp)", "error": error.message])
-                }
-            },
-            onDelivered: { [self] record in
-                self.statistics.withLock { $0.resultsDelivered += 1 }
-                onResult?(record)
-            },
-            onRetried: { [self] count in
-                self.statistics.withLock { $0.resultDeliveryRetries += count }
-            },
-            onReplaced: { [self] in
-                self.statistics.withLock { $0.recordsReplaced += 1 }
-            })
+        let onDelivered: @Sendable (KafkaOutgoingRecord) -> Void = { [self] record in
+            self.statistics.withLock { $0.resultsDelivered += 1 }
+            onResult?(record)
+        }
+        let onReplaced: @Sendable () -> Void = { [self] in
+            self.statistics.withLock { $0.recordsReplaced += 1 }
+        }
+        let publisher: any OutputPublisher
+        let transactions: TransactionalPublisher?
+        if configuration.exactlyOnce.enabled {
+            let transactional = try TransactionalPublisher(
+                properties: configuration.producerProperties, consumer: consumer, resultsTopic: configuration.resultsTopic,
+                tracker: tracker, settings: configuration.exactlyOnce, logger: logger, logHandler: kafkaLog, metrics: metrics,
+                onDelivered: onDelivered, onReplaced: onReplaced,
+                onTransaction: { [self] event in
+                    self.statistics.withLock { statistics in
+                        switch event {
+                        case .committed: statistics.transactionsCommitted += 1
+                        case .aborted: statistics.transactionsAborted += 1
+                        case .retried: statistics.transactionRetries += 1
+                        }
+                    }
+                })
+            publisher = transactional
+            transactions = transactional
+        } else {
+            publisher = try ResultPublisher(
+                properties: configuration.producerProperties, resultsTopic: configuration.resultsTopic, tracker: tracker,
+                logger: logger, logHandler: kafkaLog, metrics: metrics,
+                // Weak: a worker that ignores a fast stop's cancellation may keep the publisher alive after the
+                // service has returned; it must not keep the consumer (its release belongs on a dedicated thread).
+                storeOffsets: { [weak consumer] offsets in
+                    guard let consumer else { return }
+                    for (tp, error) in consumer.storeOffsets(offsets) {
+                        storeLogger.debug("offset not stored (partition no longer assigned)", metadata: ["partition": "\(tp)", "error": error.message])
+                    }
+                },
+                onDelivered: onDelivered,
+                onRetried: { [self] count in
+                    self.statistics.withLock { $0.resultDeliveryRetries += count }
+                },
+                onReplaced: onReplaced)
+            transactions = nil
+        }
+        let retryTopic = configuration.retries.topic
         let dispatcher = JobDispatcher(
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
             maxInFlight: configuration.maxInFlight, executor: executor,
-            collapse: configuration.collapse, dedupe: configuration.dedupe) { [logger, deadLetter = configuration.deadLetter] result, input in
-                if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
-                // One line per result at debug level (built only when debug is on).
-                logger.debug("result", metadata: Self.metadata(of: result))
-                if let deadLetter, deadLetter.accepts(result) {
-                    publisher.publish(result, deadLetter: DeadLetterRecord.make(for: input, result: result, topic: deadLetter.topic))
-                } else {
-                    publisher.publish(result)
+            collapse: configuration.collapse, dedupe: configuration.dedupe,
+            delay: configuration.retries.delaySettings) { [logger, deadLetter = configuration.deadLetter] output in
+                switch output {
+                case .result(let result, let input, let retry):
+                    if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
+                    // One line per result at debug level (built only when debug is on).
+                    logger.debug("result", metadata: Self.metadata(of: result))
+                    if let retry {
+                        metrics.retryTopicRecords.increment(labels: ["retry"])
+                        publisher.publish(result, deadLetter: nil, retry: RetryRecord.make(for: input, retry: retry, topic: retryTopic))
+                    } else if let deadLetter, deadLetter.accepts(result) {
+                        publisher.publish(result, deadLetter: DeadLetterRecord.make(for: input, result: result, topic: deadLetter.topic), retry: nil)
+                    } else {
+                        publisher.publish(result, deadLetter: nil, retry: nil)
+                    }
+                case .forward(let input, let forward):
+                    metrics.retryTopicRecords.increment(labels: [forward.kind.rawValue])
+                    logger.debug("record sent to the retry topic", metadata: [
+                        "kind": forward.kind.rawValue, "topic": input.source.topic, "partition": String(input.source.partition),
+                        "offset": String(input.source.offset), "messageId": forward.messageId,
+                    ])
+                    publisher.forward(RetryRecord.make(for: input, forward: forward, topic: retryTopic), source: input.source)
                 }
             }
         let loop = ConsumerLoop(
-            consumer: consumer, dispatcher: dispatcher, publisher: publisher, tracker: tracker,
+            consumer: consumer, dispatcher: dispatcher, publisher: publisher, transactions: transactions, tracker: tracker,
             maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs,
             rebalanceDrainTimeoutMs: rebalanceDrainTimeoutMs, logger: logger, metrics: metrics,
             stopNow: { [self] in self.stopNowRequested.load(ordering: .acquiring) },
@@ -310,6 +356,8 @@ public final class PushWorkerService: Sendable {
             metrics.jobsInFlight.set(Double(dispatcher.runningCount))
             metrics.recordsBuffered.set(Double(tracker.outstanding))
             metrics.dedupeEntries.set(Double(dispatcher.dedupeEntryCount))
+            metrics.heldRecords.set(Double(dispatcher.heldCount))
+            metrics.parkedKeys.set(Double(dispatcher.parkedKeyCount))
             metrics.resultsWaiting.set(Double(publisher.unacknowledged))
             metrics.oldestUnacknowledgedAge.set(publisher.oldestUnacknowledgedAge.map { Double($0.wholeMilliseconds) / 1000 } ?? 0)
         }
@@ -319,11 +367,11 @@ public final class PushWorkerService: Sendable {
             statisticsIntervalMs: Int(consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
             stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         consumerBox.withLock { $0 = consumer }
-        publisher.prepareOutputTopics(configuration.outputTopics)
+        publisher.prepareOutputTopics(configuration.outputTopics, timeoutMs: 10_000)
         do {
-            try consumer.subscribe(configuration.inputTopics)
+            try consumer.subscribe(configuration.subscribedTopics)
         } catch {
-            _ = await publisher.close(timeoutMs: 0)
+            _ = await publisher.close(timeoutMs: 0, cutShort: { false }, cutShortTimeoutMs: 0)
             consumerBox.withLock { $0 = nil }
             health.current = nil
             rebalance.handler = nil
@@ -336,10 +384,12 @@ public final class PushWorkerService: Sendable {
             "bootstrap.servers": configuration.bootstrapServers,
             "workers": registry.types.joined(separator: ","), "maxInFlight": String(configuration.maxInFlight),
             "collapse": configuration.collapse ? "on" : "off",
+            "exactlyOnce": configuration.exactlyOnce.enabled ? "on, transactional.id \(configuration.producerProperties["transactional.id"] ?? "")" : "(off)",
             "dedupe": configuration.dedupe.map { "window \($0.effectiveWindowMs) ms, at most \($0.effectiveMaxEntries) apns-ids" } ?? "(off)",
+            "retryTopic": configuration.retries.enabled ? retryTopic : "(off)",
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }
-        let failure: Error?
+        var failure: Error?
         do {
             try await DedicatedThread.run(name: "pushworker-consumer") { [self] in
                 try loop.run(until: { self.stopRequested.load(ordering: .acquiring) })
@@ -356,10 +406,15 @@ public final class PushWorkerService: Sendable {
             timeoutMs: stopNowRequested.load(ordering: .acquiring) ? fastStopMs : drainTimeoutMs,
             cutShort: { [self] in self.stopNowRequested.load(ordering: .acquiring) }, cutShortTimeoutMs: fastStopMs)
         if left > 0 { logger.warning("results not acknowledged at shutdown; their records will be read again", metadata: ["count": String(left)]) }
+        // Exactly-once: a fatal transactional error during the drain or the final commit stops the run too.
+        if failure == nil, let fatal = transactions?.failure { failure = fatal }
         do {
             try await DedicatedThread.run(name: "pushworker-close") {
                 loop.storeCommittableBeforeClose()
-                do { try consumer.commit() } catch { storeLogger.warning("final commit failed", metadata: ["error": "\(error)"]) }
+                // Exactly-once: the transactions committed the offsets; nothing is stored for a plain commit.
+                if transactions == nil {
+                    do { try consumer.commit() } catch { storeLogger.warning("final commit failed", metadata: ["error": "\(error)"]) }
+                }
                 try consumer.close()
             }
         } catch {

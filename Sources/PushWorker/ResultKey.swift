@@ -11,4 +11,10 @@ struct ResultKey: Hashable, Sendable {
         self.result = result.result
         reason = result.reason
     }
+
+    init(type: String?, result: BackgroundFetchResult, reason: ResultReason?) {
+        self.type = type
+        self.result = result
+        self.reason = reason
+    }
 }

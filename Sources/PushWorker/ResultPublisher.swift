@@ -40,6 +40,9 @@ final class ResultPublisher: Sendable {
         var publishedAtNs: Int64
         /// Whether this is the dead letter of the input record rather than its result.
         var isDeadLetter = false
+        /// Whether this is a copy of the input record for the retry topic (its next attempt, or a record
+        /// forwarded there without a result) rather than its result.
+        var isRetryTopicCopy = false
         /// Whether the input record has a second record (its result and its dead letter) to wait for.
         var hasCompanion = false
         /// 0 for the record as published, then the ``ResultPublisher/replacement(of:result:isDeadLetter:stage:error:)`` stage.
@@ -189,9 +192,14 @@ final class ResultPublisher: Sendable {
     /// the first results are produced at once rather than after librdkafka's next topic scan (up to 1 s,
     /// during which no offset can be committed). A failure (broker unreachable, topic refused) is logged
     /// at debug level and changes nothing else: librdkafka learns the topic as it would have.
-    func prepareOutputTopics(_ topics: [String], timeoutMs: Int32 = 10_000) {
+    func prepareOutputTopics(_ topics: [String], timeoutMs: Int32) {
         guard let producer = producer.producer else { return }
-        let logger = logger
+        Self.prepareInBackground(topics, on: producer, logger: logger, timeoutMs: timeoutMs)
+    }
+
+    /// ``KafkaProducer/prepareTopic(_:timeoutMs:)`` for each of `topics`, on a thread of its own (the
+    /// requests block); failures are logged at debug level. Shared by both output publishers.
+    static func prepareInBackground(_ topics: [String], on producer: KafkaProducer, logger: PushWorkerLogger, timeoutMs: Int32) {
         Thread.detachNewThread {
             for topic in topics {
                 do {
@@ -229,7 +237,7 @@ final class ResultPublisher: Sendable {
             var dropped = 0
             for tp in set {
                 guard var lane = state.lanes[tp] else { continue }
-                dropped += lane.waiting.filter { !$0.isDeadLetter }.count
+                dropped += lane.waiting.filter { !$0.isDeadLetter && !$0.isRetryTopicCopy }.count
                 lane.waiting.removeAll()
                 lane.failing = false
                 lane.failures = 0
@@ -248,9 +256,10 @@ final class ResultPublisher: Sendable {
     }
 
     /// Encodes and produces one result, keyed by the input's key, with `apns-id` and `traceparent` headers,
-    /// and the input record's dead letter when there is one (``DeadLetterRecord``). A result of an input
-    /// partition this member does not own (``release(_:)``) is dropped.
-    func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord? = nil) {
+    /// and the input record's dead letter (``DeadLetterRecord``) or its copy for the retry topic
+    /// (``RetryRecord``) when there is one: the input record is done once both are acknowledged. A result
+    /// of an input partition this member does not own (``release(_:)``) is dropped.
+    func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord? = nil, retry: KafkaOutgoingRecord? = nil) {
         var headers: [KafkaHeader] = []
         // Byte for byte as the input had them (contract section 3), UTF-8 or not.
         if let apnsId = result.apnsIdHeader { headers.append(KafkaHeader(name: "apns-id", value: apnsId)) }
@@ -263,26 +272,42 @@ final class ResultPublisher: Sendable {
             return
         }
         let now = WallClock.monotonicNs()
-        // Two numbers: the dead letter (when there is one) goes before its result.
+        // Two numbers: the companion (when there is one) goes before its result.
         let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
         var outgoing = Outgoing(
             record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),
             source: source, offset: result.source.offset, labels: ResultKey(result), sequence: sequence + 1, publishedAtNs: now,
             result: result)
-        guard let deadLetter else {
+        guard let companionRecord = deadLetter ?? retry else {
             enqueue(outgoing)
             return
         }
         outgoing.hasCompanion = true
-        var letter = outgoing
-        letter.record = deadLetter
-        letter.isDeadLetter = true
-        letter.result = nil
-        letter.sequence = sequence
+        var companion = outgoing
+        companion.record = companionRecord
+        companion.isDeadLetter = deadLetter != nil
+        companion.isRetryTopicCopy = deadLetter == nil
+        companion.result = nil
+        companion.sequence = sequence
         // `+=`: a record read again (after a rebalance) while its earlier copies are still in flight waits
         // for all of them.
         state.withLock { $0.partsLeft[Position(partition: source, offset: result.source.offset), default: 0] += 2 }
-        enqueue(letter)
+        enqueue(companion)
+        enqueue(outgoing)
+    }
+
+    /// Produces `record`, a copy of the input record at `source` for the retry topic that stands in for its
+    /// result for now (``RetryRecord``: a scheduled push, a record following a retry of its key): the input
+    /// record is done once it is acknowledged. Dropped, as a result would be, when this member no longer
+    /// owns `source`'s partition.
+    func forward(_ record: KafkaOutgoingRecord, source: RecordSource) {
+        let partition = TopicPartition(topic: source.topic, partition: source.partition)
+        guard state.withLock({ $0.owned.contains(partition) }) else { return }
+        let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
+        var outgoing = Outgoing(
+            record: record, source: partition, offset: source.offset,
+            labels: ResultKey(type: nil, result: .noData, reason: nil), sequence: sequence, publishedAtNs: WallClock.monotonicNs())
+        outgoing.isRetryTopicCopy = true
         enqueue(outgoing)
     }
 
@@ -533,6 +558,7 @@ final class ResultPublisher: Sendable {
         var labels: [ResultKey] = []
         labels.reserveCapacity(reports.count)
         var deadLetterLabels: [ResultKey] = []
+        var retriedLabels: [ResultKey] = []
         var failed: [Failure] = []
         var records: [KafkaOutgoingRecord] = []
         state.withLock { state in
@@ -551,8 +577,11 @@ final class ResultPublisher: Sendable {
                 }
                 if outgoing.isDeadLetter {
                     deadLetterLabels.append(outgoing.labels)
+                } else if outgoing.isRetryTopicCopy {
+                    // Counted when sent (``ServiceMetrics/retryTopicRecords``); not a result.
                 } else {
                     labels.append(outgoing.labels)
+                    if outgoing.result?.willRetry == true { retriedLabels.append(outgoing.labels) }
                     if onDelivered != nil { records.append(outgoing.record) }
                 }
                 if outgoing.hasCompanion {
@@ -570,6 +599,7 @@ final class ResultPublisher: Sendable {
         }
         metrics.resultsAcknowledged(labels)
         metrics.deadLettersAcknowledged(deadLetterLabels)
+        if !retriedLabels.isEmpty { metrics.retriedResultsAcknowledged(retriedLabels) }
         if let onDelivered { records.forEach(onDelivered) }
         if !failed.isEmpty {
             onRetried(failed.count)

@@ -47,6 +47,7 @@ extension ServiceConfiguration {
         // An input topic starting with `^` is a regular expression (librdkafka's pattern subscription).
         let named = inputTopics.filter { !$0.hasPrefix("^") }.map { ("inputTopics", $0) }
         for (key, name) in named + [("resultsTopic", resultsTopic)] + (deadLetter.map { [("deadLetter.topic", $0.topic)] } ?? [])
+            + (retries.enabled ? [("retries.topic", retries.topic)] : [])
         where !name.isEmpty && !Self.isLegalTopicName(name) {
             throw ConfigurationError(.invalidValue, key: key, "'\(name)' is not a legal Kafka topic name (1–249 characters from a-z, A-Z, 0-9, '.', '_' and '-')")
         }
@@ -59,12 +60,31 @@ extension ServiceConfiguration {
                 throw ConfigurationError(.invalidValue, key: "deadLetter.topic", "'\(deadLetter.topic)' is also the results topic; readers of results would get input records")
             }
         }
+        if retries.enabled {
+            let topic = retries.topic
+            if topic.isEmpty { throw ConfigurationError(.invalidValue, key: "retries.topic", "must not be empty; turn retries off with retries.enabled: false") }
+            if inputTopics.contains(topic) {
+                throw ConfigurationError(.invalidValue, key: "retries.topic", "'\(topic)' is also an input topic; the retry topic must be a topic of its own")
+            }
+            if topic == resultsTopic {
+                throw ConfigurationError(.invalidValue, key: "retries.topic", "'\(topic)' is also the results topic; readers of results would get input records")
+            }
+            if topic == deadLetter?.topic {
+                throw ConfigurationError(.invalidValue, key: "retries.topic", "'\(topic)' is also the dead-letter topic; dead letters would run again at once, in a loop")
+            }
+        }
         if groupId.isEmpty { throw ConfigurationError(.invalidValue, key: "groupId", "must not be empty") }
         if bootstrapServers.isEmpty {
             throw ConfigurationError(.invalidValue, key: "kafka.bootstrap.servers", "is empty; set it in the file, PUSHWORKER_BOOTSTRAP_SERVERS or --bootstrap-servers")
         }
         if consumer["enable.auto.offset.store"] == "true" || kafka["enable.auto.offset.store"] == "true" {
             throw ConfigurationError(.kafkaProperty, key: "consumer.enable.auto.offset.store", "pushworker stores each offset itself once its result is acknowledged; remove this property")
+        }
+        if !exactlyOnce.enabled, producer["transactional.id"] != nil || kafka["transactional.id"] != nil {
+            throw ConfigurationError(.kafkaProperty, key: "producer.transactional.id", "a transactional producer needs pushworker's exactly-once mode; remove the property and set exactlyOnce: { enabled: true, transactionalId: ... } instead")
+        }
+        if exactlyOnce.enabled, ["read_uncommitted"].contains(consumer["isolation.level"] ?? kafka["isolation.level"] ?? "") {
+            throw ConfigurationError(.kafkaProperty, key: "consumer.isolation.level", "read_uncommitted would run input records of aborted upstream transactions in the exactly-once mode; remove it (librdkafka's default is read_committed)")
         }
         try checkFileProperties()
         // Each property through rd_kafka_conf_set, then a client created offline with them all (librdkafka

@@ -19,6 +19,7 @@ extension ServiceConfiguration {
             result[type] = .object([
                 "worker": .string(registered.name), "budgetMs": .int(registered.budget.wholeMilliseconds),
                 "maxConcurrent": registered.maxConcurrent.map { .int(Int64($0)) } ?? .null,
+                "retry": registered.retry.map(Self.describe) ?? .null,
             ])
         }
         return result
@@ -40,6 +41,7 @@ extension ServiceConfiguration {
         func worker(_ spec: WorkerSpec) -> JSONValue {
             var members: [String: JSONValue] = ["kind": .string(spec.kindName), "budgetMs": .int((spec.budget ?? defaultBudget).asBudgetSetting.wholeMilliseconds)]
             members["maxConcurrent"] = spec.maxConcurrent.map { .int(Int64($0)) } ?? .null
+            members["retry"] = spec.retry.map(Self.describe) ?? .null
             switch spec.kind {
             case .exec(let arguments, let environment, let workingDirectory, let grace):
                 members["command"] = .array(arguments.map(JSONValue.string))
@@ -50,13 +52,23 @@ extension ServiceConfiguration {
                 members["url"] = .string(url.absoluteString)
                 members["headers"] = .object(headers.mapValues { _ in .string("*****") })
                 members["timeoutMs"] = .int(requestTimeout.asBudgetSetting.wholeMilliseconds)
-            case .noop(let result, let reason, let delay):
+            case .noop(let result, let reason, let delay, let retryable):
                 members["result"] = .string(result.rawValue)
+                members["retryable"] = .bool(retryable)
                 members["reason"] = reason.map(JSONValue.string) ?? .null
                 members["delayMs"] = .int(delay.asWaitSetting.wholeMilliseconds)
             }
             return .object(members)
         }
+        // The transactional.id in effect once the mode is on (the host name's default shown resolved).
+        let transactionalId: JSONValue = exactlyOnce.enabled
+            ? .string(exactlyOnce.effectiveTransactionalId(groupId: groupId))
+            : exactlyOnce.transactionalId.map(JSONValue.string) ?? .null
+        let effectiveExactlyOnce: JSONValue = .object([
+            "enabled": .bool(exactlyOnce.enabled), "transactionalId": transactionalId,
+            "commitIntervalMs": .int(exactlyOnce.commitIntervalMs),
+            "maxRecordsPerTransaction": .int(Int64(exactlyOnce.maxRecordsPerTransaction)),
+        ])
         let root: JSONValue = .object([
             "kafka": properties(kafka),
             "consumer": properties(consumer),
@@ -73,6 +85,11 @@ extension ServiceConfiguration {
             "dedupe": dedupe.map { dedupe in
                 .object(["windowMs": .int(dedupe.effectiveWindowMs), "maxEntries": .int(Int64(dedupe.effectiveMaxEntries))])
             } ?? .null,
+            "exactlyOnce": effectiveExactlyOnce,
+            "retries": .object([
+                "enabled": .bool(retries.enabled), "topic": .string(retries.topic),
+                "maxHoldMs": .int(retries.maxHold.wholeMilliseconds), "maxHeld": .int(Int64(retries.maxHeld)),
+            ].merging(Self.describe(retries.policy).objectValue ?? [:]) { first, _ in first }),
             "maxInFlight": .int(Int64(maxInFlight)),
             "maxBufferedRecords": .int(Int64(maxBufferedRecords)),
             "maxPayloadBytes": .int(Int64(maxPayloadBytes)),
@@ -93,5 +110,15 @@ extension ServiceConfiguration {
             "workerSettings": effectiveWorkerSettings,
         ])
         return root.jsonText(pretty: true)
+    }
+
+    /// A retry policy under the file's keys (`maxAttempts`, `initialDelayMs`, `multiplier`, `maxDelayMs`,
+    /// `jitter`, `retryTimeouts`).
+    static func describe(_ policy: RetryPolicy) -> JSONValue {
+        .object([
+            "maxAttempts": .int(Int64(policy.maxAttempts)), "initialDelayMs": .int(policy.initialDelay.wholeMilliseconds),
+            "multiplier": .double(policy.multiplier), "maxDelayMs": .int(policy.maxDelay.wholeMilliseconds),
+            "jitter": .double(policy.jitter), "retryTimeouts": .bool(policy.retriesTimeouts),
+        ])
     }
 }

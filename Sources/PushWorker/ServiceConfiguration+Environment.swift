@@ -15,6 +15,8 @@ extension ServiceConfiguration {
         ("PUSHWORKER_HTTP_ENABLED", "httpServer.enabled (true or false)"),
         ("PUSHWORKER_HTTP_HOST", "httpServer.host"),
         ("PUSHWORKER_HTTP_PORT", "httpServer.port (0 = any free port)"),
+        ("PUSHWORKER_EXACTLY_ONCE", "exactlyOnce.enabled (true or false)"),
+        ("PUSHWORKER_TRANSACTIONAL_ID", "exactlyOnce.transactionalId (this member's transactional.id, stable across its restarts)"),
         ("PUSHWORKER_GROUP_INSTANCE_ID", "consumer.\"group.instance.id\" (static membership, e.g. the pod name)"),
         ("PUSHWORKER_KAFKA_<NAME>", "kafka.\"<name>\" (and consumer/producer where the file sets it): any librdkafka property, upper-case with '_' for '.' (e.g. PUSHWORKER_KAFKA_SASL_PASSWORD)"),
     ]
@@ -64,6 +66,14 @@ extension ServiceConfiguration {
             }
             httpServer.port = UInt16(clamping: number)  // 0…65535: exact
         }
+        if let value = environment["PUSHWORKER_EXACTLY_ONCE"], !value.isEmpty {
+            switch value.lowercased() {
+            case "true", "1", "yes": exactlyOnce.enabled = true
+            case "false", "0", "no": exactlyOnce.enabled = false
+            default: throw ConfigurationError(.invalidValue, key: "PUSHWORKER_EXACTLY_ONCE", "must be true or false, got '\(value)'")
+            }
+        }
+        if let value = environment["PUSHWORKER_TRANSACTIONAL_ID"], !value.isEmpty { exactlyOnce.transactionalId = value }
         if let value = environment["PUSHWORKER_GROUP_INSTANCE_ID"], !value.isEmpty { consumer["group.instance.id"] = value }
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
             guard let property = Self.kafkaProperty(forEnvironmentVariable: name), !value.isEmpty else { continue }

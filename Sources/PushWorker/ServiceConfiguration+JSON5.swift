@@ -68,6 +68,26 @@ extension ServiceConfiguration {
             dedupe = enabled ? settings : nil
             try section.finish()
         }
+        if var section = try reader.object("exactlyOnce") {
+            if let value = try section.bool("enabled") { exactlyOnce.enabled = value }
+            if let value = try section.string("transactionalId") {
+                guard !value.isEmpty else {
+                    throw ConfigurationError(.invalidValue, key: "exactlyOnce.transactionalId", "is empty; name this member (stable across its restarts, unique in the group) or remove it for <groupId>-<host name>")
+                }
+                exactlyOnce.transactionalId = value
+            }
+            if let value = try section.int("commitIntervalMs", min: 1, max: 60_000) { exactlyOnce.commitInterval = .milliseconds(value) }
+            if let value = try section.int("maxRecordsPerTransaction", min: 1, max: 1_000_000) { exactlyOnce.maxRecordsPerTransaction = value }
+            try section.finish()
+        }
+        if var section = try reader.object("retries") {
+            if let value = try section.bool("enabled") { retries.enabled = value }
+            if let value = try section.string("topic") { retries.topic = value }
+            if let value = try section.int("maxHoldMs", min: 0) { retries.maxHold = .milliseconds(value) }
+            if let value = try section.int("maxHeld", min: 0, max: 10_000_000) { retries.maxHeld = value }
+            retries.policy = try Self.parseRetryPolicy(&section, over: retries.policy)
+            try section.finish()
+        }
         if let value = try reader.int("maxInFlight", min: 1) { maxInFlight = value }
         if let value = try reader.int("maxBufferedRecords", min: 1) { maxBufferedRecords = value }
         if let value = try reader.int("maxPayloadBytes", min: 1) { maxPayloadBytes = value }
@@ -96,12 +116,12 @@ extension ServiceConfiguration {
         if var workers = try reader.object("workers") {
             for type in workers.keys {
                 guard var spec = try workers.object(type) else { continue }
-                self.workers[type] = try Self.parseWorker(&spec, environment: environment, secretVariables: &secretVariables)
+                self.workers[type] = try Self.parseWorker(&spec, environment: environment, secretVariables: &secretVariables, retryBase: retries.policy)
             }
             try workers.finish()
         }
         if var spec = try reader.object("defaultWorker") {
-            defaultWorker = try Self.parseWorker(&spec, environment: environment, secretVariables: &secretVariables)
+            defaultWorker = try Self.parseWorker(&spec, environment: environment, secretVariables: &secretVariables, retryBase: retries.policy)
         }
         if let value = reader.json(WorkerSettings.configKey) { workerSettings = try Self.parseWorkerSettings(value) }
         try reader.finish()

@@ -5,16 +5,17 @@ extension ServiceConfiguration {
     /// Reads one worker declaration (`workers.<type>` or `defaultWorker`); `headersFromEnv` values come from
     /// `environment` and their variable names are added to `secretVariables`.
     /// - Throws: ``ConfigurationError`` naming the key, unknown keys first.
-    static func parseWorker(_ spec: inout ConfigReader, environment: [String: String], secretVariables: inout Set<String>) throws -> WorkerSpec {
+    /// - Parameter retryBase: the policy a `retry` section's left-out keys come from (the file's `retries`).
+    static func parseWorker(_ spec: inout ConfigReader, environment: [String: String], secretVariables: inout Set<String>, retryBase: RetryPolicy = .standard) throws -> WorkerSpec {
         guard let kind = try spec.string("kind") else {
             throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "is required: exec, http or noop")
         }
         // Unknown keys first, so a misspelt key is named rather than a "required" key it was meant to be.
-        let common: Set<String> = ["kind", "budgetMs", "maxConcurrent"]
+        let common: Set<String> = ["kind", "budgetMs", "maxConcurrent", "retry"]
         // nil for an unknown kind, refused below once the common keys are read.
         let known: Set<String>? = switch kind {
         case "exec": common.union(["command", "env", "workingDirectory", "terminationGraceMs"])
-        case "noop": common.union(["result", "reason", "delayMs"])
+        case "noop": common.union(["result", "reason", "delayMs", "retryable"])
         case "http": common.union(["url", "headers", "headersFromEnv", "timeoutMs"])
         default: nil
         }
@@ -41,7 +42,11 @@ extension ServiceConfiguration {
             }
             let reason = try spec.string("reason")
             let delay = try spec.int("delayMs", min: 0) ?? 0
-            result = WorkerSpec(kind: .noop(result: outcome, reason: reason, delay: .milliseconds(delay)), budget: budget)
+            let retryable = try spec.bool("retryable") ?? false
+            if retryable && outcome != .failed {
+                throw ConfigurationError(.invalidValue, key: spec.path + ".retryable", "only a failed result is retried; set result: \"failed\" or remove retryable")
+            }
+            result = WorkerSpec(kind: .noop(result: outcome, reason: reason, delay: .milliseconds(delay), retryable: retryable), budget: budget)
         case "http":
             guard let text = try spec.string("url") else {
                 throw ConfigurationError(.invalidValue, key: spec.path + ".url", "is required for an http worker: an http:// or https:// URL")
@@ -66,6 +71,10 @@ extension ServiceConfiguration {
             throw ConfigurationError(.invalidValue, key: spec.path + ".kind", "unknown worker kind '\(kind)'; expected exec, http or noop")
         }
         result.maxConcurrent = maxConcurrent
+        if var section = try spec.object("retry") {
+            result.retry = try Self.parseRetryPolicy(&section, over: retryBase)
+            try section.finish()
+        }
         try spec.finish()
         return result
     }

@@ -22,8 +22,16 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// The dead-letter topic and which `failed` results send their input record there, or `nil` (the
     /// default): no dead letters, the results topic alone says what failed.
     public var deadLetter: DeadLetterConfiguration?
-    /// The topics the service writes: ``resultsTopic``, then the ``deadLetter`` topic when one is set.
-    public var outputTopics: [String] { [resultsTopic] + (deadLetter.map { [$0.topic] } ?? []) }
+    /// Retries and scheduled pushes (file `retries`): on by default, through the retry topic
+    /// `push-retries` (``RetryConfiguration``).
+    public var retries = RetryConfiguration()
+    /// The topics the service writes: ``resultsTopic``, the ``deadLetter`` topic when one is set, and the
+    /// retry topic when ``retries`` are enabled (the service also reads that one).
+    public var outputTopics: [String] {
+        [resultsTopic] + (deadLetter.map { [$0.topic] } ?? []) + (retries.enabled ? [retries.topic] : [])
+    }
+    /// The topics the service subscribes to: ``inputTopics``, and the retry topic when ``retries`` are enabled.
+    public var subscribedTopics: [String] { inputTopics + (retries.enabled ? [retries.topic] : []) }
     /// Whether waiting records of one key with the same `apns-collapse-id` collapse to the newest (file
     /// `collapse`): the older ones get `noData` / `collapsed` without running. Default `true` (APNs's own
     /// behaviour for the header); records without the header or without a key are never collapsed.
@@ -32,6 +40,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// repeating the `apns-id` of one taken within the window gets `noData` / `duplicate` without running
     /// (see ``DedupeConfiguration`` for what counts as a repeat, and what restarts and rebalances forget).
     public var dedupe: DedupeConfiguration?
+    /// The exactly-once results mode (file `exactlyOnce`): off by default. When on, results, dead letters
+    /// and input offsets are written in Kafka transactions (``ExactlyOnceConfiguration``).
+    public var exactlyOnce = ExactlyOnceConfiguration()
     /// The most workers running at once. Default 1024.
     public var maxInFlight = 1024
     /// Records taken but not yet finished (waiting, running or with results not yet acknowledged) above
@@ -93,10 +104,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public func makeRegistry() -> WorkerRegistry {
         var registry = WorkerRegistry(defaultBudget: defaultBudget.asBudgetSetting, workerSettings: workerSettings)
         for (type, spec) in workers.sorted(by: { $0.key < $1.key }) {
-            registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: type), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent)
+            registry.register(type: type, worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: type), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent, retry: spec.retry)
         }
         if let spec = defaultWorker {
-            registry.setDefault(worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: "default"), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent)
+            registry.setDefault(worker: spec.makeWorker(withholding: secretVariables), name: spec.registeredName(for: "default"), budget: spec.budget?.asBudgetSetting, maxConcurrent: spec.maxConcurrent, retry: spec.retry)
         }
         return registry
     }
@@ -108,24 +119,47 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// `auto.commit.interval.ms=200` (acknowledged offsets are committed within 200 ms, so a crash re-runs
     /// little; librdkafka's own 5000 ms re-ran up to 5 s of work per crash), and, when the HTTP server is
     /// enabled, `statistics.interval.ms=5000` (metrics and readiness read them).
+    ///
+    /// In the exactly-once mode (``exactlyOnce``) the group's offsets come only from the transactions
+    /// (`rd_kafka_send_offsets_to_transaction`): `enable.auto.commit=false` whatever is configured, and no
+    /// `auto.commit.interval.ms`. Inputs are read with librdkafka's default `isolation.level`,
+    /// `read_committed` (records of aborted transactions upstream are skipped; not emulated by the 2.0.2 mock).
     public var consumerProperties: KafkaConfiguration {
         var properties = kafka.merging(consumer)
         properties["group.id"] = groupId
         properties["enable.auto.offset.store"] = "false"
         properties.setDefault("auto.offset.reset", "earliest")
         properties.setDefault("partition.assignment.strategy", "cooperative-sticky")
-        properties.setDefault("auto.commit.interval.ms", Self.defaultAutoCommitIntervalMs)
+        if exactlyOnce.enabled {
+            properties["enable.auto.commit"] = "false"
+        } else {
+            properties.setDefault("auto.commit.interval.ms", Self.defaultAutoCommitIntervalMs)
+        }
         if httpServer.enabled { properties.setDefault("statistics.interval.ms", Self.defaultStatisticsIntervalMs) }
         return properties
     }
 
     /// The results producer's librdkafka properties: ``kafka``, `enable.idempotence=true` unless set,
-    /// `statistics.interval.ms=5000` unless set when the HTTP server is enabled, then ``producer``.
+    /// `statistics.interval.ms=5000` unless set when the HTTP server is enabled, then ``producer``. In the
+    /// exactly-once mode, `transactional.id` is ``ExactlyOnceConfiguration/effectiveTransactionalId(groupId:hostName:)``
+    /// (librdkafka then makes the producer idempotent itself).
     public var producerProperties: KafkaConfiguration {
         var properties = kafka.merging(producer)
-        properties.setDefault("enable.idempotence", "true")
+        if exactlyOnce.enabled {
+            properties["transactional.id"] = exactlyOnce.effectiveTransactionalId(groupId: groupId)
+        } else {
+            properties.setDefault("enable.idempotence", "true")
+        }
         if httpServer.enabled { properties.setDefault("statistics.interval.ms", Self.defaultStatisticsIntervalMs) }
         return properties
+    }
+
+    /// ``producerProperties`` as the at-least-once mode has them (no `transactional.id`), for commands
+    /// that produce outside transactions (`pushworker redrive`) whatever ``exactlyOnce`` says.
+    public var nonTransactionalProducerProperties: KafkaConfiguration {
+        var plain = self
+        plain.exactlyOnce.enabled = false
+        return plain.producerProperties
     }
 
     /// How often librdkafka's auto-commit commits the stored offsets (`auto.commit.interval.ms`, in

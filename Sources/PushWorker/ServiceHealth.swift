@@ -12,7 +12,7 @@ struct ServiceHealth: Sendable {
     static let stallThreshold: Duration = .seconds(30)
 
     let loop: ConsumerLoop
-    let publisher: ResultPublisher
+    let publisher: any OutputPublisher
     let executor: BudgetedExecutor
     let metrics: ServiceMetrics
     /// ``stallThreshold`` unless a test sets a shorter one.
@@ -25,6 +25,7 @@ struct ServiceHealth: Sendable {
 
     /// `/healthz`: 200 `ok` when the consumer loop, the producer's poll thread and the deadline thread all
     /// made a round within the stall threshold (``stallThreshold``, 30 s); else 503 with a JSON body naming the failing checks.
+    /// In the exactly-once mode `producerPoll` is also the transactions' owner thread (the staler of the two).
     func liveness() -> EndpointResponse {
         let stopping = stopping()
         let checks: [(name: String, since: Duration?)] = [

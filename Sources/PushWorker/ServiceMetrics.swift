@@ -20,9 +20,22 @@ final class ServiceMetrics: Sendable {
     let jobsInFlight: MetricGauge
     let recordsBuffered: MetricGauge
     let dedupeEntries: MetricGauge
+    /// `pushworker_results_retried_total{type,reason}`: acknowledged results with `willRetry` true.
+    let resultsRetried: MetricCounter
+    /// `pushworker_retry_topic_records_total{kind}`: records sent to the retry topic.
+    let retryTopicRecords: MetricCounter
+    /// `pushworker_held_records`: records held in memory until their time.
+    let heldRecords: MetricGauge
+    /// `pushworker_parked_keys`: keys whose records follow a retry through the retry topic.
+    let parkedKeys: MetricGauge
     let timeouts: MetricCounter
     let cancellationIgnored: MetricCounter
     let deliveryRetries: MetricCounter
+    /// Exactly-once mode: transactions committed, aborted, and transactional calls made again after a
+    /// retriable error.
+    let transactionsCommitted: MetricCounter
+    let transactionsAborted: MetricCounter
+    let transactionsRetried: MetricCounter
     let deadLetters: MetricCounter
     let resultsWaiting: MetricGauge
     let produceErrors: MetricCounter
@@ -76,11 +89,24 @@ final class ServiceMetrics: Sendable {
         jobsInFlight = try r.gauge("pushworker_jobs_in_flight", help: "Workers running now.")
         recordsBuffered = try r.gauge("pushworker_records_buffered", help: "Records taken but unfinished: waiting, running, or with a result not yet acknowledged.")
         dedupeEntries = try r.gauge("pushworker_dedupe_entries", help: "apns-ids remembered by the dedupe window (0 when dedupe is off); at most dedupe.maxEntries.")
+        resultsRetried = try r.counter(
+            "pushworker_results_retried_total",
+            help: "Results acknowledged with willRetry true (a retryable failure whose record runs again), by payload type and reason as in pushworker_results_total, where they are counted too; subtract them for failures that are final.",
+            labels: ["type", "reason"], cap: LabelCap(label: "reason", per: "type", limit: Self.reasonsPerType))
+        retryTopicRecords = try r.counter(
+            "pushworker_retry_topic_records_total",
+            help: "Records sent to the retry topic, by kind: retry (the next attempt of a retryable failure), scheduled (pushworker-not-before later than retries.maxHoldMs), requeued (read from the retry topic and still not due within it), follower (behind a retry of its key).",
+            labels: ["kind"])
+        heldRecords = try r.gauge("pushworker_held_records", help: "Records held in memory until their time (a retry's backoff, a pushworker-not-before); at most retries.maxHeld scheduled ones.")
+        parkedKeys = try r.gauge("pushworker_parked_keys", help: "Keys whose new records follow an earlier record of theirs through the retry topic, to keep their order.")
         timeouts = try r.counter("pushworker_timeouts_total", help: "Worker runs that reached their budget and were cancelled, by payload type.", labels: ["type"])
         cancellationIgnored = try r.counter(
             "pushworker_cancellation_ignored_total",
             help: "Worker runs still running 1 s after their deadline (they ignore cancellation), by payload type.", labels: ["type"])
         deliveryRetries = try r.counter("pushworker_result_delivery_retries_total", help: "Results (and dead letters) produced again after librdkafka reported them undelivered.")
+        transactionsCommitted = try r.counter("pushworker_transactions_committed_total", help: "Exactly-once mode: transactions committed (results, dead letters and input offsets written together).")
+        transactionsAborted = try r.counter("pushworker_transactions_aborted_total", help: "Exactly-once mode: transactions aborted (their input records are read and run again).")
+        transactionsRetried = try r.counter("pushworker_transactions_retried_total", help: "Exactly-once mode: transactional calls made again after librdkafka returned a retriable error (e.g. _TIMED_OUT).")
         deadLetters = try r.counter(
             "pushworker_dead_letters_total",
             help: "Input records copied to the dead-letter topic and acknowledged, by payload type (as in pushworker_results_total) and reason.",
@@ -139,6 +165,12 @@ final class ServiceMetrics: Sendable {
             resultsReplaced.increment(by: 0, labels: [kind, stage])
         }
         deliveryRetries.increment(by: 0)
+        transactionsCommitted.increment(by: 0)
+        transactionsAborted.increment(by: 0)
+        transactionsRetried.increment(by: 0)
+        for kind in ["retry", "scheduled", "requeued", "follower"] { retryTopicRecords.increment(by: 0, labels: [kind]) }
+        // Present from the start, so that alerts subtracting them (PushworkerWorkerErrors) have a series.
+        for type in registeredTypes + [Self.unregisteredType, ""] { resultsRetried.increment(by: 0, labels: [type, ResultReason.workerError.rawValue]) }
         requestTimeouts.increment(by: 0, labels: [Client.consumer.rawValue])
         requestTimeouts.increment(by: 0, labels: [Client.producer.rawValue])
         buildInfo.set(1, labels: [PushWorkerService.version, KafkaLibrary.versionString])
@@ -196,6 +228,11 @@ final class ServiceMetrics: Sendable {
             }
         }
         results.increment(batch)
+    }
+
+    /// Counts acknowledged results with `willRetry` true (rare: no label cache).
+    func retriedResultsAcknowledged(_ keys: [ResultKey]) {
+        for key in keys { resultsRetried.increment(by: 1, labels: [typeLabel(key.type), key.reason?.rawValue ?? ""]) }
     }
 
     /// Counts dead letters the broker acknowledged (rare: no label cache).

@@ -10,8 +10,9 @@ public struct WorkerSpec: Sendable, Equatable {
         /// in milliseconds; default 2 s), clamped to 0 … 2 147 483 647 ms (negative counts as zero).
         case exec(arguments: [String], environment: [String: String], workingDirectory: String?, terminationGrace: Duration)
         /// Returns `result` (with `reason`) after `delay` (file `delayMs`, in milliseconds; default zero),
-        /// clamped to 0 … 2 147 483 647 ms (negative counts as zero).
-        case noop(result: BackgroundFetchResult, reason: String?, delay: Duration)
+        /// clamped to 0 … 2 147 483 647 ms (negative counts as zero); a `failed` marked `retryable` (file
+        /// `retryable`, default false) is retried, for trying retries out.
+        case noop(result: BackgroundFetchResult, reason: String?, delay: Duration, retryable: Bool = false)
         /// POSTs the record value to `url` with static `headers` (values from the configuration or, for
         /// secrets, from environment variables at startup), with its own request timeout `requestTimeout`
         /// (file `timeoutMs`, in milliseconds; default 30 s), clamped to 1 ms … 2 147 483 647 ms; the time
@@ -27,6 +28,9 @@ public struct WorkerSpec: Sendable, Equatable {
     public var budget: Duration?
     /// The most of its jobs running at once, or `nil` for no limit of its own (`maxInFlight` still applies).
     public var maxConcurrent: Int?
+    /// Its retry policy (file `retry`; keys left out come from the file's `retries`), or `nil` for the
+    /// configuration's ``RetryConfiguration/policy``.
+    public var retry: RetryPolicy?
 
     /// Creates a worker declaration.
     /// - Parameters:
@@ -60,8 +64,8 @@ public struct WorkerSpec: Sendable, Equatable {
         case .exec(let arguments, let environment, let workingDirectory, let grace):
             ExecWorker(arguments: arguments, environment: environment, workingDirectory: workingDirectory,
                        terminationGrace: grace.asWaitSetting, withheldVariables: withheldVariables)
-        case .noop(let result, let reason, let delay):
-            NoopWorker(outcome: WorkerOutcome(result, reason: reason.map { ResultReason($0) }), delay: delay.asWaitSetting)
+        case .noop(let result, let reason, let delay, let retryable):
+            NoopWorker(outcome: WorkerOutcome(result, reason: reason.map { ResultReason($0) }, retryable: retryable), delay: delay.asWaitSetting)
         case .http(let url, let headers, let requestTimeout):
             HTTPWorker(url: url, headers: headers, requestTimeout: requestTimeout.asBudgetSetting)
         }

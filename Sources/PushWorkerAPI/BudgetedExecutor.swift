@@ -85,7 +85,8 @@ public final class BudgetedExecutor: Sendable {
                     }
                     return
                 }
-                outcome = .failed(.workerError, detail: String(describing: error))
+                // A ``RetryableError`` says the failure may pass: the job runs again as its policy says.
+                outcome = .failed(.workerError, detail: String(describing: error), retryable: error is any RetryableError)
             }
             let end = ContinuousClock.now
             if run.finishAndClaim() {

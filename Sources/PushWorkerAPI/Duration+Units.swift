@@ -13,4 +13,12 @@ extension Duration {
         let (seconds, attoseconds) = components  // same sign, so the sum stays within the bounds checked
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
+
+    /// The duration in whole nanoseconds (truncated toward zero), saturating at `Int64.min` / `Int64.max`.
+    package var wholeNanoseconds: Int64 {
+        if self >= .nanoseconds(Int64.max) { return .max }
+        if self <= .nanoseconds(Int64.min) { return .min }
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
 }

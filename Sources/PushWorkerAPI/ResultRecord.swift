@@ -18,8 +18,15 @@ public struct ResultRecord: Sendable, Hashable {
     public var worker: String?
     /// 1 for the first run.
     public var attempt: Int
-    /// The input record's topic, partition and offset.
+    /// Whether another attempt of this record follows (its failure is retryable and its retry policy has
+    /// attempts left): a reader need not alarm on a `failed` result that will run again. Default `false`.
+    public var willRetry: Bool
+    /// The topic, partition and offset the record was read from: the input topic's, or the retry topic's
+    /// for a record that waited there (a retry or a scheduled push).
     public var source: RecordSource
+    /// The position of the record as first written to an input topic, when it differs from ``source``
+    /// (the record came through the retry topic), else `nil`. In the JSON value only when set.
+    public var origin: RecordSource?
     /// When the record was taken, UNIX milliseconds.
     public var receivedAtMs: Int64
     /// When the worker started, UNIX milliseconds, or `nil` if no worker ran.
@@ -49,8 +56,11 @@ public struct ResultRecord: Sendable, Hashable {
     public init(
         messageId: String, type: String?, result: BackgroundFetchResult, reason: ResultReason?, detail: String?,
         worker: String?, attempt: Int = 1, source: RecordSource, receivedAtMs: Int64, startedAtMs: Int64?,
-        finishedAtMs: Int64, durationMs: Double, key: [UInt8]? = nil, apnsIdHeader: [UInt8]? = nil, traceparentHeader: [UInt8]? = nil
+        finishedAtMs: Int64, durationMs: Double, key: [UInt8]? = nil, apnsIdHeader: [UInt8]? = nil, traceparentHeader: [UInt8]? = nil,
+        willRetry: Bool = false, origin: RecordSource? = nil
     ) {
+        self.willRetry = willRetry
+        self.origin = origin
         self.messageId = messageId
         self.type = type
         self.result = result
@@ -69,8 +79,9 @@ public struct ResultRecord: Sendable, Hashable {
     }
 
     /// The JSON value of the result record, UTF-8, keys in contract order:
-    /// `messageId, type, result, reason, detail, worker, attempt, source{topic,partition,offset},
-    /// receivedAt, startedAt, finishedAt, durationMs`. Timestamps are RFC 3339 UTC with milliseconds;
+    /// `messageId, type, result, reason, detail, worker, attempt, willRetry, source{topic,partition,offset},
+    /// origin{topic,partition,offset} (only when ``origin`` is set), receivedAt, startedAt, finishedAt,
+    /// durationMs`. Timestamps are RFC 3339 UTC with milliseconds;
     /// `durationMs` has microsecond precision.
     public func jsonBytes() -> [UInt8] {
         var out = JSONWriter()
@@ -81,9 +92,15 @@ public struct ResultRecord: Sendable, Hashable {
         out.raw(",\"detail\":"); out.optionalString(detail)
         out.raw(",\"worker\":"); out.optionalString(worker)
         out.raw(",\"attempt\":"); out.integer(Int64(attempt))
+        out.raw(willRetry ? ",\"willRetry\":true" : ",\"willRetry\":false")
         out.raw(",\"source\":{\"topic\":"); out.string(source.topic)
         out.raw(",\"partition\":"); out.integer(Int64(source.partition))
         out.raw(",\"offset\":"); out.integer(source.offset)
+        if let origin {
+            out.raw("},\"origin\":{\"topic\":"); out.string(origin.topic)
+            out.raw(",\"partition\":"); out.integer(Int64(origin.partition))
+            out.raw(",\"offset\":"); out.integer(origin.offset)
+        }
         out.raw("},\"receivedAt\":"); out.timestamp(receivedAtMs)
         out.raw(",\"startedAt\":")
         if let startedAtMs { out.timestamp(startedAtMs) } else { out.raw("null") }

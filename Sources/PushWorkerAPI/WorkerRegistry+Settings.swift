@@ -22,12 +22,14 @@ extension WorkerRegistry {
     ///   - name: the result's `worker` field (default: `type`).
     ///   - budget: the worker's budget (default: ``defaultBudget``).
     ///   - maxConcurrent: the most of its jobs running at once (default: no limit of its own).
+    ///   - retry: when its retryable failures run again (default: the service's `retries` policy).
     /// - Throws: ``WorkerSettingsError`` when the section does not decode, or, with code
     ///   ``WorkerSettingsError/Code/refusedByWorker`` and the section's path as its key, when the worker's
     ///   `init(settings:)` throws (its error's description is the message), so the user learns which section
     ///   to fix: `config key 'workerSettings.content-update': ContentUpdateWorker refused these settings: …`.
     public mutating func register<W: ConfigurableWorker>(
-        _ workerType: W.Type, type: String, section: String? = nil, name: String? = nil, budget: Duration? = nil, maxConcurrent: Int? = nil
+        _ workerType: W.Type, type: String, section: String? = nil, name: String? = nil, budget: Duration? = nil, maxConcurrent: Int? = nil,
+        retry: RetryPolicy? = nil
     ) throws {
         let section = section ?? type
         let settings = try settings(W.Settings.self, section: section)
@@ -39,6 +41,6 @@ extension WorkerRegistry {
         } catch {
             throw WorkerSettingsError(.refusedByWorker, key: WorkerSettings.path(section), "\(W.self) refused these settings: \(error)")
         }
-        register(type: type, worker: worker, name: name, budget: budget, maxConcurrent: maxConcurrent)
+        register(type: type, worker: worker, name: name, budget: budget, maxConcurrent: maxConcurrent, retry: retry)
     }
 }

@@ -44,13 +44,15 @@ public struct WorkerRegistry: Sendable {
     ///   - name: the result's `worker` field (default: `type`).
     ///   - budget: the worker's budget (default: ``defaultBudget``), clamped to 1 ms … ``RegisteredWorker/maxBudget``.
     ///   - maxConcurrent: the most of its jobs running at once (default: no limit of its own).
-    public mutating func register(type: String, worker: any Worker, name: String? = nil, budget: Duration? = nil, maxConcurrent: Int? = nil) {
-        workers[type] = RegisteredWorker(name: name ?? type, worker: worker, budget: budget ?? defaultBudget, maxConcurrent: maxConcurrent)
+    ///   - retry: when its retryable failures run again (default: the service's `retries` policy).
+    public mutating func register(type: String, worker: any Worker, name: String? = nil, budget: Duration? = nil, maxConcurrent: Int? = nil, retry: RetryPolicy? = nil) {
+        workers[type] = RegisteredWorker(name: name ?? type, worker: worker, budget: budget ?? defaultBudget, maxConcurrent: maxConcurrent, retry: retry)
     }
 
     /// Sets the default worker, used for a missing or unregistered `type`.
-    public mutating func setDefault(worker: any Worker, name: String = "default", budget: Duration? = nil, maxConcurrent: Int? = nil) {
-        defaultWorker = RegisteredWorker(name: name, worker: worker, budget: budget ?? defaultBudget, maxConcurrent: maxConcurrent)
+    /// - Parameter retry: when its retryable failures run again (default: the service's `retries` policy).
+    public mutating func setDefault(worker: any Worker, name: String = "default", budget: Duration? = nil, maxConcurrent: Int? = nil, retry: RetryPolicy? = nil) {
+        defaultWorker = RegisteredWorker(name: name, worker: worker, budget: budget ?? defaultBudget, maxConcurrent: maxConcurrent, retry: retry)
     }
 
     /// The registered types, sorted.

@@ -81,7 +81,7 @@ struct RedriveCommand {
         let kafkaLog = PushWorkerLogger(label: "pushworker.redrive").kafkaLogHandler
         let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog)
         let reports = DeliveryReports()
-        let producer = dryRun ? nil : try KafkaProducer(configuration: configuration.producerProperties, logHandler: kafkaLog, onDelivery: reports.add)
+        let producer = dryRun ? nil : try KafkaProducer(configuration: configuration.nonTransactionalProducerProperties, logHandler: kafkaLog, onDelivery: reports.add)
         let timeoutMs = Int32(timeout * 1000)
 
         // The range to send back, fixed now: from the group's committed offset (else the log's start) to

@@ -10,7 +10,8 @@ struct ResultsCommand {
                               [--timeout SECONDS] [--follow]
 
     Prints result records, one JSON object per line, reading every partition of the results topic directly
-    (never joining a group, committing nothing).
+    (never joining a group, committing nothing), with isolation.level=read_committed (librdkafka's default):
+    results of aborted transactions (the exactly-once mode) are not printed.
 
     Options:
       --bootstrap-servers HOSTS   Kafka brokers (default: $PUSHWORKER_BOOTSTRAP_SERVERS)

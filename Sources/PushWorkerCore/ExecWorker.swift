@@ -8,12 +8,15 @@ import Synchronization
 /// - stdin: the whole record value. Environment: pushworker's own **without** any `PUSHWORKER_*` variable
 ///   (so `PUSHWORKER_KAFKA_SASL_PASSWORD` and the like never reach a program) and without
 ///   ``withheldVariables``, plus ``environment``, `PUSHWORKER_MESSAGE_ID`, `PUSHWORKER_TYPE`,
-///   `PUSHWORKER_DEADLINE_MS` (UNIX ms) and, when present, `TRACEPARENT`.
+///   `PUSHWORKER_DEADLINE_MS` (UNIX ms), `PUSHWORKER_ATTEMPT` (1 for the first run, see ``RetryPolicy``)
+///   and, when present, `TRACEPARENT`.
 /// - stderr: each line is logged through ``logger`` (at `info`, with `messageId`, `type` and `program`),
 ///   so JSON logs stay one object per line; at most ``maxOutputBytes`` per run.
 /// - Outcome: the first stdout line if it is `newData`, `noData` or `failed`, optionally followed by a
-///   space and a reason; otherwise exit status 0 = `newData`, anything else = `failed` / `workerError`
-///   with the status as detail.
+///   space and a reason; `retry` (optionally with a reason) is a `failed` the program marks retryable
+///   (``RetryPolicy``); otherwise exit status 0 = `newData`, 75 (`EX_TEMPFAIL` of sysexits.h: "a temporary
+///   failure, try again later") = `failed` / `workerError` retryable, anything else = `failed` /
+///   `workerError`, with the status as detail.
 /// - Refusal: an environment variable is a C string, so a value holding a NUL byte cannot travel whole.
 ///   When `PUSHWORKER_MESSAGE_ID` (the `apns-id`), `PUSHWORKER_TYPE` (the payload's `type`, e.g.
 ///   `"ok\u0000evil"` routed to a default exec worker) or `TRACEPARENT` (the `traceparent` header; also
@@ -66,6 +69,7 @@ public struct ExecWorker: Worker {
         env["PUSHWORKER_MESSAGE_ID"] = job.messageId
         env["PUSHWORKER_TYPE"] = job.type ?? ""
         env["PUSHWORKER_DEADLINE_MS"] = String(job.deadlineMs)
+        env["PUSHWORKER_ATTEMPT"] = String(job.attempt)
         // W3C trace context of the record (the TRACEPARENT variable OpenTelemetry SDKs read); unset when the
         // record has none, so the service's own environment never leaks in.
         env["TRACEPARENT"] = job.traceparent
@@ -215,6 +219,11 @@ public struct ExecWorker: Worker {
         }
     }
 
+    /// The first stdout line's word that marks a `failed` outcome retryable: `retry`.
+    public static let retryWord = "retry"
+    /// The exit status that marks a `failed` outcome retryable: 75, `EX_TEMPFAIL` in sysexits.h.
+    public static let temporaryFailureStatus: Int32 = 75
+
     /// Maps a finished program to an outcome (contract section 6, exec).
     public static func outcome(status: Int32, signaled: Bool, stdout: Data) -> WorkerOutcome {
         let firstLine = stdout.split(separator: 0x0A, maxSplits: 1, omittingEmptySubsequences: false).first.map {
@@ -223,11 +232,19 @@ public struct ExecWorker: Worker {
         // Split at the first space byte, not the first " " Character: a space followed by a combining mark
         // is one Character, which hid the result word (`failed \u{347}x` was read as no result).
         let parts = firstLine.utf8.split(separator: 0x20, maxSplits: 1, omittingEmptySubsequences: false)
-        if let word = parts.first, let result = BackgroundFetchResult(rawValue: String(decoding: word, as: UTF8.self)) {
+        if let word = parts.first.map({ String(decoding: $0, as: UTF8.self) }) {
             let reason = parts.count > 1 ? String(decoding: parts[1], as: UTF8.self).trimmingCharacters(in: .whitespaces) : ""
-            return WorkerOutcome(result, reason: reason.isEmpty ? nil : ResultReason(reason))
+            if let result = BackgroundFetchResult(rawValue: word) {
+                return WorkerOutcome(result, reason: reason.isEmpty ? nil : ResultReason(reason))
+            }
+            if word == Self.retryWord {
+                return .failed(reason.isEmpty ? .workerError : ResultReason(reason), detail: "the program asked for a retry", retryable: true)
+            }
         }
         if !signaled && status == 0 { return .newData }
+        if !signaled && status == Self.temporaryFailureStatus {
+            return .failed(.workerError, detail: "exit status \(status) (EX_TEMPFAIL: a temporary failure)", retryable: true)
+        }
         return .failed(.workerError, detail: signaled ? "killed by signal \(status)" : "exit status \(status)")
     }
 }

@@ -6,7 +6,8 @@ import FoundationNetworking
 /// The built-in `http` worker (contract section 6): POSTs the record value to a fixed URL.
 ///
 /// - Request: `POST` of the whole record value with `Content-Type: application/json`, the `apns-id`
-///   (message id) and `traceparent` headers, plus the configured static headers. The payload never
+///   (message id), `traceparent` and `pushworker-attempt` (``attemptHeader``: 1 for the first run)
+///   headers, plus the configured static headers. The payload never
 ///   chooses the URL.
 /// - Refusal: `apns-id` (``Job/messageId``) and `traceparent` come from the record, so they are checked
 ///   before they become request headers: a value holding a control character (CR, LF and NUL included;
@@ -15,9 +16,11 @@ import FoundationNetworking
 /// - Timeout: the smaller of ``requestTimeout`` and the time left in the budget; the request is also
 ///   cancelled with the job at the deadline.
 /// - Outcome: 204 = `noData`; other 2xx = `newData`, unless the body is a JSON object with a `result`
-///   (`newData`, `noData`, `failed`) and optional `reason`, which are used; other statuses =
-///   `failed` / `workerError` with `HTTP status N` as detail; transport errors = `failed` / `workerError`
-///   with the error as detail.
+///   (`newData`, `noData`, `failed`), optional `reason` and optional `retryable` (true marks a `failed`
+///   retryable, ``RetryPolicy``), which are used; 429 (Too Many Requests), 502, 503 and 504 (the endpoint
+///   or a gateway before it is unavailable for now) = `failed` / `workerError` retryable; other statuses =
+///   `failed` / `workerError` with `HTTP status N` as detail; transport errors (no HTTP status: refused,
+///   reset, unreachable) = `failed` / `workerError` retryable with the error as detail.
 /// - Connections are reused across jobs (one `URLSession` per worker).
 public struct HTTPWorker: Worker {
     /// The URL every job is POSTed to.
@@ -45,8 +48,11 @@ public struct HTTPWorker: Worker {
         self.session = URLSession(configuration: configuration)
     }
 
-    /// The worker's failure before an HTTP status arrived.
-    public struct TransportError: Error, CustomStringConvertible {
+    /// The request header with the job's run, 1 for the first (``Job/attempt``): `pushworker-attempt`.
+    public static let attemptHeader = "pushworker-attempt"
+
+    /// The worker's failure before an HTTP status arrived: a ``RetryableError`` (a refused or reset connection usually passes).
+    public struct TransportError: RetryableError, CustomStringConvertible {
         /// What went wrong.
         public var description: String
     }
@@ -92,6 +98,7 @@ public struct HTTPWorker: Worker {
         request.httpBody = Data(job.value)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue(job.messageId, forHTTPHeaderField: "apns-id")
+        request.setValue(String(job.attempt), forHTTPHeaderField: Self.attemptHeader)
         if let traceparent = job.traceparent { request.setValue(traceparent, forHTTPHeaderField: "traceparent") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let timeout = min(requestTimeout, job.remaining)
@@ -120,9 +127,12 @@ public struct HTTPWorker: Worker {
             if !body.isEmpty, body.count <= maxParsedBodyBytes,
                let object = try? JSONDecoder().decode([String: JSONValue].self, from: body),
                let text = object["result"]?.stringValue, let result = BackgroundFetchResult(rawValue: text) {
-                return WorkerOutcome(result, reason: object["reason"]?.stringValue.map { ResultReason($0) })
+                let retryable = object["retryable"] == .bool(true)
+                return WorkerOutcome(result, reason: object["reason"]?.stringValue.map { ResultReason($0) }, retryable: retryable)
             }
             return .newData
+        case 429, 502, 503, 504:
+            return .failed(.workerError, detail: "HTTP status \(status)", retryable: true)
         default:
             return .failed(.workerError, detail: "HTTP status \(status)")
         }

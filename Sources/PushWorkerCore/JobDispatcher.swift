@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// Turns input records into results: validates them (contract section 2, rows 1–5), routes each by its
@@ -7,9 +8,17 @@ import Synchronization
 ///   different keys, or none, may run in parallel.
 /// - At most `maxInFlight` workers run at once, and at most `maxConcurrent` of one worker when its
 ///   registration sets it; the rest wait, and their budget has not started.
-/// - Every submitted record yields exactly one ``ResultRecord`` through `onResult`, with the
-///   ``InputRecord`` it answers (for a dead-letter copy), unless it is taken back with
+/// - Every submitted record yields exactly one ``DispatcherOutput`` through `onOutput` (`onResult` for the
+///   initializer without a retry topic), with the ``InputRecord`` it answers (for a dead-letter or retry
+///   copy): its ``ResultRecord``, or a ``Forward`` to the retry topic; unless it is taken back with
 ///   ``discardWaiting(where:)`` before its worker starts, or cut short by ``stopNow()`` or ``cutShort(where:)``.
+/// - Retries (with a ``DelaySettings/retryTopic``): a `failed` outcome that its worker's ``RetryPolicy``
+///   retries yields its result with ``ResultRecord/willRetry`` and a ``RetryRequest``; the jobs of its key
+///   queued behind it, and the key's later records while the key is parked, are forwarded behind it
+///   (``Forward/Kind/follower``), so the key's records keep their order.
+/// - Times (`pushworker-not-before`, a retry's backoff): a job whose time has not come is held in memory
+///   when due within ``DelaySettings/maxHold`` (a retry holding its key), else forwarded to the retry topic
+///   (a scheduled push never holds its key). Its `apns-expiration` is checked again when it starts.
 /// - Collapse (on unless `collapse` is false): a record with a key and an `apns-collapse-id` that arrives
 ///   while an older record with the same key and collapse id waits (not started) replaces it: the older one
 ///   gets `noData` / `collapsed` at once and the newer one waits at the back of the key's line, so the key's
@@ -18,8 +27,9 @@ import Synchronization
 /// - Dedupe (when `dedupe` is set): a record repeating the `apns-id` of one taken within the window gets
 ///   `noData` / `duplicate` naming the first (``DedupeConfiguration`` says what counts as a repeat).
 ///
-/// `onResult` is called on the submitting thread for records rejected before routing, duplicates and
-/// collapsed records, and on the executor's threads for worker results. It must not block.
+/// `onOutput` is called on the submitting thread for records rejected before routing, duplicates,
+/// collapsed and forwarded records, on the executor's threads for worker results and their followers,
+/// and on the delay timer's queue for held records whose time came. It must not block.
 ///
 /// Records without `apns-collapse-id` (or without a key) and, with dedupe off, all records cost nothing
 /// extra: the collapse index and the dedupe window are only touched for records that carry the headers.
@@ -41,6 +51,24 @@ public final class JobDispatcher: Sendable {
         /// The run, made when the job takes its slot (so that ``JobDispatcher/stopNow()`` can cut it short
         /// even before its worker starts).
         var run: WorkerRun?
+        /// Not before this time (nanoseconds since the dispatcher's clock origin) may the job start, or `nil`:
+        /// from its `pushworker-not-before` (a scheduled push, a retry).
+        var dueNs: Int64?
+        /// The `pushworker-not-before` time (UNIX ms), or `nil`.
+        var notBeforeMs: Int64?
+        /// Whether it waits holding its key (a retry read from the retry topic: the key's later records wait
+        /// behind it); a scheduled push waits without its key.
+        var holdsKey = false
+        /// Whether it was read from the retry topic.
+        var fromRetryTopic = false
+        /// Whether it waited for its time (held): its `apns-expiration` is checked again when it starts.
+        var waited = false
+        /// Where the record was first read (its position, or the one it carried into the retry topic).
+        var origin: RecordSource
+        /// The input's `apns-expiration` header bytes, for the check before a held job starts.
+        var apnsExpiration: [UInt8]?
+
+        func isDue(atNs nowNs: Int64) -> Bool { dueNs.map { $0 <= nowNs } ?? true }
 
         /// The input record the job was built from (its parts are shared with the job, not copied).
         var input: InputRecord {
@@ -77,6 +105,43 @@ public final class JobDispatcher: Sendable {
         var active: [ObjectIdentifier: Pending] = [:]
         /// Set by ``JobDispatcher/stopNow()``: no job starts any more.
         var stopped = false
+        /// Jobs waiting for their time (``Pending/dueNs``): retries holding their key, scheduled pushes.
+        var held = DueHeap<Pending>()
+        /// When the delay timer is set to fire next (nanoseconds since the clock origin), or `nil`.
+        var wakeAtNs: Int64?
+        /// Whether a job was held since the timer was last looked at (``takeWake()``).
+        var heldSinceWake = false
+        /// Keys whose records go through the retry topic behind an earlier record of theirs (a retry):
+        /// the records forwarded and not yet read back here, and when the parking ends anyway.
+        var parked: [[UInt8]: Park] = [:]
+        /// The dispatcher's monotonic clock origin (for ``Pending/dueNs``).
+        let clockOrigin: ContinuousClock.Instant
+
+        init(clockOrigin: ContinuousClock.Instant) {
+            self.clockOrigin = clockOrigin
+        }
+
+        var nowNs: Int64 { clockOrigin.duration(to: .now).wholeNanoseconds }
+
+        /// Holds `pending` until its time.
+        mutating func hold(_ pending: Pending, dueNs: Int64) {
+            var waiting = pending
+            waiting.waited = true
+            held.insert(waiting, dueNs: dueNs)
+            heldSinceWake = true
+        }
+
+        /// The time to set the delay timer for, when a job was held since it was last set and is due before
+        /// the timer fires (or the timer is not set); called at the end of every locked section that may
+        /// hold a job, so that no section takes the lock again for the timer.
+        mutating func takeWake() -> Int64? {
+            guard heldSinceWake else { return nil }
+            heldSinceWake = false
+            guard let earliest = held.earliestDueNs else { return nil }
+            if let wakeAt = wakeAtNs, wakeAt <= earliest { return nil }
+            wakeAtNs = earliest
+            return earliest
+        }
 
         func workerHasRoom(_ pending: Pending) -> Bool {
             guard let limit = pending.worker.maxConcurrent else { return true }
@@ -129,8 +194,13 @@ public final class JobDispatcher: Sendable {
             }
         }
 
-        /// Queues a job whose key is free: ready for a slot, or blocked behind its worker's limit.
+        /// Queues a job whose key is free: held until its time when it has one still to come, else ready for
+        /// a slot, or blocked behind its worker's limit.
         mutating func enqueue(_ pending: Pending) {
+            if let dueNs = pending.dueNs, dueNs > nowNs {
+                hold(pending, dueNs: dueNs)
+                return
+            }
             if workerHasRoom(pending) {
                 ready.append(pending)
             } else {
@@ -158,7 +228,15 @@ public final class JobDispatcher: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    /// A key parked on this member (``State/parked``).
+    struct Park {
+        /// Records of the key forwarded to the retry topic by this member and not yet read back here.
+        var inTransit: Int
+        /// When the parking ends even if they never come back here (another member reads them).
+        var expiresAtNs: Int64
+    }
+
+    private let state: Mutex<State>
     private let registry: WorkerRegistry
     private let validator: PayloadValidator
     private let executor: BudgetedExecutor
@@ -166,9 +244,40 @@ public final class JobDispatcher: Sendable {
     private let collapse: Bool
     /// Whether dedupe is on (read without the lock).
     private let dedupes: Bool
-    /// The monotonic origin of the dedupe window's times.
-    private let clockOrigin = ContinuousClock.now
-    private let onResult: @Sendable (ResultRecord, InputRecord) -> Void
+    /// The monotonic origin of the dedupe window's and the delays' times.
+    private let clockOrigin: ContinuousClock.Instant
+    private let delay: DelaySettings
+    private let random: @Sendable () -> Double
+    /// Fires the delay timer (``State/held``).
+    private let timerQueue = DispatchQueue(label: "pushworker.dispatcher.delay")
+    private let onOutput: @Sendable (DispatcherOutput) -> Void
+
+    /// Creates a dispatcher without a retry topic: nothing is retried and scheduled pushes wait in memory
+    /// (``DelaySettings/retryTopic`` `nil`); every record yields its results through `onResult`.
+    /// - Parameters:
+    ///   - registry: the workers by `type`, and the default worker.
+    ///   - validator: the payload checks (payload size limit).
+    ///   - maxInFlight: the most workers running at once (at least 1).
+    ///   - executor: runs workers under their budgets.
+    ///   - collapse: whether waiting records of one key with the same `apns-collapse-id` collapse to the
+    ///     newest (default `true`).
+    ///   - dedupe: the `apns-id` dedupe window, or `nil` (the default) for none.
+    ///   - onResult: receives every result and the input record it answers.
+    public convenience init(
+        registry: WorkerRegistry,
+        validator: PayloadValidator = PayloadValidator(),
+        maxInFlight: Int,
+        executor: BudgetedExecutor,
+        collapse: Bool = true,
+        dedupe: DedupeConfiguration? = nil,
+        onResult: @escaping @Sendable (ResultRecord, InputRecord) -> Void
+    ) {
+        self.init(registry: registry, validator: validator, maxInFlight: maxInFlight, executor: executor, collapse: collapse, dedupe: dedupe,
+                  delay: DelaySettings()) { output in
+            // Without a retry topic nothing is forwarded and no result asks for a retry.
+            if case .result(let result, let input, _) = output { onResult(result, input) }
+        }
+    }
 
     /// Creates a dispatcher.
     /// - Parameters:
@@ -179,7 +288,10 @@ public final class JobDispatcher: Sendable {
     ///   - collapse: whether waiting records of one key with the same `apns-collapse-id` collapse to the
     ///     newest (default `true`).
     ///   - dedupe: the `apns-id` dedupe window, or `nil` (the default) for none.
-    ///   - onResult: receives every result and the input record it answers.
+    ///   - delay: the retry topic, the default retry policy and the limits of holding records in memory.
+    ///   - random: numbers in 0 ..< 1 for the retries' jitter (default: the system's generator).
+    ///   - onOutput: receives every result, with its retry when another attempt follows, and every record
+    ///     that goes to the retry topic without a result. It must not block.
     public init(
         registry: WorkerRegistry,
         validator: PayloadValidator = PayloadValidator(),
@@ -187,17 +299,30 @@ public final class JobDispatcher: Sendable {
         executor: BudgetedExecutor,
         collapse: Bool = true,
         dedupe: DedupeConfiguration? = nil,
-        onResult: @escaping @Sendable (ResultRecord, InputRecord) -> Void
+        delay: DelaySettings,
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        onOutput: @escaping @Sendable (DispatcherOutput) -> Void
     ) {
+        let origin = ContinuousClock.now
+        self.clockOrigin = origin
+        self.state = Mutex(State(clockOrigin: origin))
         self.registry = registry
         self.validator = validator
         self.executor = executor
         self.maxInFlight = max(1, maxInFlight)
         self.collapse = collapse
         self.dedupes = dedupe != nil
-        self.onResult = onResult
+        self.delay = delay
+        self.random = random
+        self.onOutput = onOutput
         if let dedupe { state.withLock { $0.dedupe = DedupeWindow(dedupe) } }
     }
+
+    /// Jobs held until their time now (retries waiting for their backoff, scheduled pushes).
+    public var heldCount: Int { state.withLock { $0.held.count } }
+
+    /// Keys parked now: their records follow an earlier record of theirs through the retry topic.
+    public var parkedKeyCount: Int { state.withLock { $0.parked.count } }
 
     /// The `apns-id`s remembered by the dedupe window now (0 when dedupe is off).
     public var dedupeEntryCount: Int { state.withLock { $0.dedupe?.count ?? 0 } }
@@ -215,95 +340,216 @@ public final class JobDispatcher: Sendable {
         routed.reserveCapacity(records.count)
         for record in records {
             switch prepare(record, nowMs: nowMs, now: now) {
-            case .result(let result): onResult(result, record)
+            case .result(let result): onOutput(.result(result, record, retry: nil))
             case .job(let pending): routed.append(pending)
             }
         }
         guard !routed.isEmpty else { return }
-        // Outside the lock: whether each job's worker answers at once (noop without delay).
-        let outcomesNow = routed.map { ($0.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: $0.job) }
-        var toStart: [Pending] = []
-        // Immediate jobs whose key is free finish here; they never hold their key, so a later record
-        // with the same key finds it free too. Their results go out after the lock, in order.
-        var finishedNow: [(Pending, WorkerOutcome)] = []
-        // Duplicates and collapsed jobs, with their results; they go out after the lock.
+        let nowNs = clockOrigin.duration(to: now).wholeNanoseconds
+        // Outside the lock: whether each job's worker answers at once (noop without delay); never for a job
+        // whose time has not come, nor a retryable failure (it runs on the executor, whose completion retries).
+        let outcomesNow = routed.map { pending -> WorkerOutcome? in
+            guard pending.isDue(atNs: nowNs) else { return nil }
+            return Self.immediateOutcome(of: pending)
+        }
+        var effects = Effects()
+        let wake = state.withLock { state -> Int64? in
+            for (pending, outcomeNow) in zip(routed, outcomesNow) {
+                place(pending, outcomeNow: outcomeNow, nowNs: nowNs, in: &state, effects: &effects)
+            }
+            return state.takeWake()
+        }
+        deliver(effects)
+        schedule(wake)
+    }
+
+    /// What placing jobs decided, delivered after the lock (``deliver(_:)``), in this order.
+    private struct Effects {
+        /// Duplicates and collapsed jobs, with their results.
         var notRun: [(Pending, ResultRecord)] = []
-        let windowNowMs = clockOrigin.duration(to: now).wholeMilliseconds
-        state.withLock { state in
-            for (routedPending, outcomeNow) in zip(routed, outcomesNow) {
-                var pending = routedPending
-                if let id = pending.dedupeId, state.dedupe != nil {
-                    if let first = state.dedupe?.admit(id, source: pending.job.source, nowMs: windowNowMs) {
-                        notRun.append((pending, duplicate(pending, of: first, windowMs: state.dedupe?.windowMs ?? 0)))
-                        continue
-                    }
-                    // A failed first run leaves the window (an immediate outcome is known now).
-                    if let outcomeNow, outcomeNow.result == .failed, pending.job.key.map({ state.keyQueues[$0] == nil }) ?? true {
-                        state.dedupe?.forget(id, ifFirstIs: pending.job.source)
-                    }
-                }
-                if let key = pending.job.key {
-                    if state.keyQueues[key] != nil {
-                        if let collapseKey = pending.collapseKey {
-                            state.lastTicket += 1
-                            pending.ticket = state.lastTicket
-                            // An older job of the collapse key waits (in the key's line or holding the key): it
-                            // is replaced by this newer one.
-                            if let older = state.collapsible.updateValue(pending, forKey: collapseKey) {
-                                state.collapsed.insert(older.ticket)
-                                state.waiting -= 1
-                                notRun.append((older, collapsedResult(older, by: pending)))
-                            }
-                        }
-                        state.keyQueues[key]?.append(pending)
-                        state.waiting += 1
-                        continue
-                    }
-                    if let outcomeNow {
-                        finishedNow.append((pending, outcomeNow))
-                        continue
-                    }
-                    state.keyQueues[key] = FIFOQueue()
-                } else if let outcomeNow {
-                    finishedNow.append((pending, outcomeNow))
-                    continue
-                }
-                if !state.stopped && state.running < maxInFlight && state.workerHasRoom(pending) {
-                    toStart.append(state.markStarted(pending))
-                } else {
-                    // It waits holding its key: a newer job of its collapse key may replace it.
-                    if let collapseKey = pending.collapseKey {
-                        state.lastTicket += 1
-                        pending.ticket = state.lastTicket
-                        state.collapsible[collapseKey] = pending
-                    }
-                    state.enqueue(pending)
-                    state.waiting += 1
-                }
+        /// Records that go to the retry topic without a result (scheduled, requeued, followers).
+        var forwards: [(Pending, Forward)] = []
+        /// Immediate jobs whose key was free, with their outcomes.
+        var finishedNow: [(Pending, WorkerOutcome)] = []
+        /// Jobs given a slot.
+        var toStart: [Pending] = []
+    }
+
+    /// Places one routed job (under the lock): forwards it behind its parked key, holds it or forwards it
+    /// while its time has not come, drops it as a duplicate, queues it behind its key (collapsing an older
+    /// waiting one), finishes it at once (an immediate worker), starts it, or queues it for a slot.
+    private func place(_ routedPending: Pending, outcomeNow: WorkerOutcome?, nowNs: Int64, in state: inout State, effects: inout Effects) {
+        var pending = routedPending
+        if let key = pending.job.key, !state.parked.isEmpty, var park = state.parked[key] {
+            if pending.fromRetryTopic {
+                // A record of the key read back from the retry topic: it is in the key's line again here.
+                park.inTransit -= 1
+                state.parked[key] = park.inTransit > 0 && park.expiresAtNs > nowNs ? park : nil
+            } else if park.expiresAtNs > nowNs {
+                // An earlier record of its key waits in the retry topic: this one follows it there.
+                park.inTransit += 1
+                state.parked[key] = park
+                effects.forwards.append((pending, forward(pending, .follower)))
+                return
+            } else {
+                state.parked[key] = nil
             }
         }
-        for (pending, result) in notRun { onResult(result, pending.input) }
-        if !finishedNow.isEmpty {
+        if !pending.holdsKey, let dueNs = pending.dueNs, dueNs > nowNs {
+            // A scheduled push (or a requeued one): it waits without holding its key.
+            if delay.retryTopic != nil && (dueNs - nowNs > delay.maxHold.wholeNanoseconds || state.held.count >= delay.maxHeld) {
+                effects.forwards.append((pending, forward(pending, pending.fromRetryTopic ? .requeued : .scheduled)))
+                return
+            }
+            state.hold(pending, dueNs: dueNs)
+            state.waiting += 1
+            return
+        }
+        if let id = pending.dedupeId, state.dedupe != nil {
+            // The window's times are the dispatcher's monotonic clock, in ms.
+            if let first = state.dedupe?.admit(id, source: pending.job.source, nowMs: nowNs / 1_000_000) {
+                effects.notRun.append((pending, duplicate(pending, of: first, windowMs: state.dedupe?.windowMs ?? 0)))
+                return
+            }
+            // A failed first run leaves the window (an immediate outcome is known now).
+            if let outcomeNow, outcomeNow.result == .failed, pending.job.key.map({ state.keyQueues[$0] == nil }) ?? true {
+                state.dedupe?.forget(id, ifFirstIs: pending.job.source)
+            }
+        }
+        if let key = pending.job.key {
+            if state.keyQueues[key] != nil {
+                if let collapseKey = pending.collapseKey {
+                    state.lastTicket += 1
+                    pending.ticket = state.lastTicket
+                    // An older job of the collapse key waits (in the key's line or holding the key): it
+                    // is replaced by this newer one.
+                    if let older = state.collapsible.updateValue(pending, forKey: collapseKey) {
+                        state.collapsed.insert(older.ticket)
+                        state.waiting -= 1
+                        effects.notRun.append((older, collapsedResult(older, by: pending)))
+                    }
+                }
+                state.keyQueues[key]?.append(pending)
+                state.waiting += 1
+                return
+            }
+            if let outcomeNow {
+                effects.finishedNow.append((pending, outcomeNow))
+                return
+            }
+            state.keyQueues[key] = FIFOQueue()
+        } else if let outcomeNow {
+            effects.finishedNow.append((pending, outcomeNow))
+            return
+        }
+        if !state.stopped && state.running < maxInFlight && state.workerHasRoom(pending) && pending.isDue(atNs: nowNs) {
+            effects.toStart.append(state.markStarted(pending))
+        } else {
+            // It waits holding its key: a newer job of its collapse key may replace it (not a retry waiting
+            // for its time).
+            if let collapseKey = pending.collapseKey, pending.isDue(atNs: nowNs) {
+                state.lastTicket += 1
+                pending.ticket = state.lastTicket
+                state.collapsible[collapseKey] = pending
+            }
+            state.enqueue(pending)
+            state.waiting += 1
+        }
+    }
+
+    /// Hands out what placing decided, in order.
+    private func deliver(_ effects: Effects) {
+        for (pending, result) in effects.notRun { onOutput(.result(result, pending.input, retry: nil)) }
+        for (pending, forward) in effects.forwards { onOutput(.forward(pending.input, forward)) }
+        if !effects.finishedNow.isEmpty {
             let doneMs = WallClock.nowMs()
-            for (pending, outcome) in finishedNow {
-                onResult(result(of: pending, ExecutionReport(
-                    outcome: outcome, startedAtMs: doneMs, finishedAtMs: doneMs, durationMs: 0, timedOut: false)), pending.input)
+            for (pending, outcome) in effects.finishedNow {
+                onOutput(.result(result(of: pending, ExecutionReport(
+                    outcome: outcome, startedAtMs: doneMs, finishedAtMs: doneMs, durationMs: 0, timedOut: false)), pending.input, retry: nil))
             }
         }
-        toStart.forEach(start)
+        effects.toStart.forEach(start)
+    }
+
+    /// The outcome `pending`'s worker gives at once (an ``ImmediateWorker``), unless it is a retryable
+    /// failure: that one runs on the executor, whose completion makes the retry.
+    private static func immediateOutcome(of pending: Pending) -> WorkerOutcome? {
+        guard let outcome = (pending.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: pending.job), !outcome.retryable else { return nil }
+        return outcome
+    }
+
+    /// The ``Forward`` of `pending` for `kind`.
+    private func forward(_ pending: Pending, _ kind: Forward.Kind) -> Forward {
+        Forward(kind: kind, runs: pending.job.attempt - 1, notBeforeMs: pending.notBeforeMs, messageId: pending.job.messageId, origin: pending.origin)
+    }
+
+    /// Sets the delay timer to fire at `wake` (nanoseconds since the clock origin; ``State/takeWake()``).
+    private func schedule(_ wake: Int64?) {
+        guard let wake else { return }
+        let waitNs = max(0, wake - clockOrigin.duration(to: .now).wholeNanoseconds)
+        timerQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(min(waitNs, Int64(Int.max))))) { [weak self] in
+            self?.timerFired()
+        }
+    }
+
+    /// Moves the held jobs whose time has come on: a retry holding its key to the ready line, a scheduled
+    /// push through ``place(_:outcomeNow:nowNs:in:effects:)`` as if it had just arrived.
+    private func timerFired() {
+        let now = ContinuousClock.now
+        let nowNs = clockOrigin.duration(to: now).wholeNanoseconds
+        var effects = Effects()
+        let (due, next) = state.withLock { state -> ([Pending], Int64?) in
+            state.wakeAtNs = nil
+            let due = state.held.popDue(nowNs: nowNs)
+            // Jobs still held (due later, or held meanwhile) need the timer again.
+            state.heldSinceWake = state.heldSinceWake || !state.held.isEmpty
+            return (due, due.isEmpty ? state.takeWake() : nil)
+        }
+        guard !due.isEmpty else {
+            schedule(next)
+            return
+        }
+        let outcomesNow = due.map { pending -> WorkerOutcome? in
+            pending.holdsKey ? nil : Self.immediateOutcome(of: pending)
+        }
+        let wake = state.withLock { state -> Int64? in
+            for (pending, outcomeNow) in zip(due, outcomesNow) {
+                if pending.holdsKey {
+                    // A retry holding its key: it was counted as waiting.
+                    state.enqueue(pending)
+                } else {
+                    // A scheduled push: placed as if it had just arrived (it was counted as waiting).
+                    state.waiting -= 1
+                    var arriving = pending
+                    arriving.fromRetryTopic = false  // its read from the retry topic was counted when it arrived
+                    place(arriving, outcomeNow: outcomeNow, nowNs: nowNs, in: &state, effects: &effects)
+                }
+            }
+            effects.toStart += state.fillSlots(maxInFlight: maxInFlight)
+            state.heldSinceWake = state.heldSinceWake || !state.held.isEmpty
+            return state.takeWake()
+        }
+        deliver(effects)
+        schedule(wake)
     }
 
     /// Takes back waiting jobs whose source matches (their workers never start and they get no result),
     /// e.g. for partitions being revoked or at shutdown. Running jobs are not affected.
     /// - Returns: the sources taken back.
     public func discardWaiting(where matches: @Sendable (RecordSource) -> Bool) -> [RecordSource] {
+        var timer: Int64?
         let (removed, toStart, wake) = state.withLock { state -> ([RecordSource], [Pending], [CheckedContinuation<Void, Never>]) in
+            // A key passed on may go to a retry still waiting for its time.
+            defer { timer = state.takeWake() }
             var removedReady = state.ready.removeAll { matches($0.job.source) }
             for name in Array(state.blocked.keys) {
                 removedReady += state.blocked[name]?.removeAll { matches($0.job.source) } ?? []
                 if state.blocked[name]?.isEmpty == true { state.blocked[name] = nil }
             }
-            var removedJobs = removedReady
+            // Held jobs: a retry holding its key passes the key on like a ready job; a scheduled push holds none.
+            let removedHeld = state.held.removeAll { matches($0.job.source) }
+            removedReady += removedHeld.filter(\.holdsKey)
+            var removedJobs = removedReady + removedHeld.filter { !$0.holdsKey }
             for key in Array(state.keyQueues.keys) {
                 removedJobs += state.keyQueues[key]?.removeAll { matches($0.job.source) } ?? []
             }
@@ -331,6 +577,7 @@ public final class JobDispatcher: Sendable {
         }
         toStart.forEach(start)
         wake.forEach { $0.resume() }
+        schedule(timer)
         return removed
     }
 
@@ -369,7 +616,9 @@ public final class JobDispatcher: Sendable {
         let cut = active.filter { pending in pending.run.map { executor.abort($0) } ?? false }
         sources += cut.map(\.job.source)
         guard !cut.isEmpty else { return sources }
+        var timer: Int64?
         let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
+            defer { timer = state.takeWake() }
             for pending in cut {
                 state.release(pending)
                 // The key goes to the next job queued behind it (a record of another partition with the same
@@ -383,6 +632,7 @@ public final class JobDispatcher: Sendable {
         }
         toStart.forEach(start)
         wake.forEach { $0.resume() }
+        schedule(timer)
         return sources
     }
 
@@ -406,12 +656,15 @@ public final class JobDispatcher: Sendable {
     private func prepare(_ record: InputRecord, nowMs: Int64, now: ContinuousClock.Instant) -> Prepared {
         let headers = PushHeaders(record.headers)
         let attempt = headers.attempt
-        let messageId = headers.messageId(fallback: record.source.defaultMessageId)
+        let fromRetryTopic = delay.retryTopic == record.source.topic
+        let messageId = headers.messageId(fallback: record.source.defaultMessageId, trustingCarried: fromRetryTopic)
+        let origin = fromRetryTopic ? headers.carriedOrigin ?? record.source : record.source
         func immediate(_ result: BackgroundFetchResult, _ reason: ResultReason, _ detail: String, type: String?) -> Prepared {
             .result(ResultRecord(
                 messageId: messageId, type: type, result: result, reason: reason, detail: detail, worker: nil,
                 attempt: attempt, source: record.source, receivedAtMs: record.receivedAtMs, startedAtMs: nil, finishedAtMs: WallClock.nowMs(),
-                durationMs: 0, key: record.key, apnsIdHeader: headers.apnsId, traceparentHeader: headers.traceparent))
+                durationMs: 0, key: record.key, apnsIdHeader: headers.apnsId, traceparentHeader: headers.traceparent,
+                origin: origin == record.source ? nil : origin))
         }
         // Row 1 (the value's size) first, then a header over its bound (row 2, invalidPayload).
         if let problem = headers.problem, (record.value?.count ?? 0) <= validator.maxPayloadBytes {
@@ -431,7 +684,19 @@ public final class JobDispatcher: Sendable {
             let job = Job(
                 messageId: messageId, type: type, value: value, key: record.key, headers: record.headers,
                 source: record.source, traceparentHeader: headers.traceparent, attempt: attempt, notStartedAt: now, placeholderMs: nowMs)
-            var pending = Pending(job: job, worker: worker, receivedAtMs: record.receivedAtMs, apnsIdHeader: headers.apnsId)
+            var pending = Pending(job: job, worker: worker, receivedAtMs: record.receivedAtMs, apnsIdHeader: headers.apnsId,
+                                  origin: origin, apnsExpiration: headers.apnsExpiration)
+            pending.fromRetryTopic = fromRetryTopic
+            if let notBefore = headers.notBefore {
+                pending.notBeforeMs = notBefore.unixMs
+                if notBefore.isAfter(nowMs) {
+                    let (waitNs, overflow) = (notBefore.unixMs - nowMs).multipliedReportingOverflow(by: 1_000_000)
+                    let nowNs = clockOrigin.duration(to: now).wholeNanoseconds
+                    pending.dueNs = overflow ? .max : nowNs.addingReportingOverflow(waitNs).overflow ? .max : nowNs + waitNs
+                    // A retry read from the retry topic waits holding its key: the key's later records wait behind it.
+                    pending.holdsKey = fromRetryTopic && attempt > 1 && record.key != nil
+                }
+            }
             if collapse, let collapseId = headers.apnsCollapseId, let key = record.key {
                 pending.collapseKey = CollapseKey(key: key, collapseId: collapseId)
             }
@@ -443,10 +708,40 @@ public final class JobDispatcher: Sendable {
 
     private func start(_ pending: Pending) {
         guard let run = pending.run else { return }
-        executor.start(pending.job, on: pending.worker, run: run) { [self] report in
-            onResult(result(of: pending, report), pending.input)
-            finished(pending, failed: report.outcome.result == .failed)
+        // A job that waited for its time has its apns-expiration checked again: it may have passed meanwhile
+        // (contract row 4, checked before each attempt).
+        if pending.waited, let header = pending.apnsExpiration, let expiration = APNsExpiration(header: header),
+           expiration.hasPassed(atMs: WallClock.nowMs()) {
+            guard executor.abort(run) else { return }  // cut short meanwhile (a fast stop): no result
+            onOutput(.result(notRun(pending, .expired, "apns-expiration \(expiration.seconds) passed while the record waited for its time (pushworker-not-before or its retry backoff)"), pending.input, retry: nil))
+            finished(pending, failed: false, retried: false)
+            return
         }
+        executor.start(pending.job, on: pending.worker, run: run) { [self] report in
+            var result = result(of: pending, report)
+            let retry = retryRequest(for: pending, report, result: &result)
+            onOutput(.result(result, pending.input, retry: retry))
+            finished(pending, failed: report.outcome.result == .failed, retried: retry != nil)
+        }
+    }
+
+    /// The next attempt of `pending` when its run failed retryably and its policy has attempts left (and a
+    /// retry topic is set), with `result` marked ``ResultRecord/willRetry``; `nil` when the result is final.
+    /// A retry whose time would come after the record's `apns-expiration` is not made: the detail says so.
+    private func retryRequest(for pending: Pending, _ report: ExecutionReport, result: inout ResultRecord) -> RetryRequest? {
+        guard delay.retryTopic != nil, report.outcome.result == .failed else { return nil }
+        let policy = pending.worker.retry ?? delay.defaultPolicy
+        let attempt = pending.job.attempt
+        guard policy.retries(report.outcome, timedOut: report.timedOut, attempt: attempt) else { return nil }
+        let wait = policy.delay(afterAttempt: attempt, random: random())
+        let notBeforeMs = WallClock.nowMs() + wait.wholeMilliseconds
+        if let header = pending.apnsExpiration, let expiration = APNsExpiration(header: header), expiration.hasPassed(atMs: notBeforeMs) {
+            let note = "not retried: apns-expiration \(expiration.seconds) passes before the next attempt would run"
+            result.detail = ResultRecord.truncated(result.detail.map { "\($0); \(note)" } ?? note, toBytes: ResultRecord.maxDetailBytes)
+            return nil
+        }
+        result.willRetry = true
+        return RetryRequest(runs: attempt, notBeforeMs: notBeforeMs, messageId: pending.job.messageId, origin: pending.origin)
     }
 
     /// The result of a job that did not run: a repeat of the `apns-id` of `first`.
@@ -470,7 +765,7 @@ public final class JobDispatcher: Sendable {
             detail: ResultRecord.truncated(detail, toBytes: ResultRecord.maxDetailBytes), worker: nil,
             attempt: job.attempt, source: job.source, receivedAtMs: pending.receivedAtMs, startedAtMs: nil,
             finishedAtMs: WallClock.nowMs(), durationMs: 0, key: job.key, apnsIdHeader: pending.apnsIdHeader,
-            traceparentHeader: job.traceparentHeader)
+            traceparentHeader: job.traceparentHeader, origin: pending.origin == job.source ? nil : pending.origin)
     }
 
     private func result(of pending: Pending, _ report: ExecutionReport) -> ResultRecord {
@@ -481,14 +776,22 @@ public final class JobDispatcher: Sendable {
             detail: report.outcome.detail.map { ResultRecord.truncated($0, toBytes: ResultRecord.maxDetailBytes) },
             worker: pending.worker.name, attempt: job.attempt, source: job.source,
             receivedAtMs: pending.receivedAtMs, startedAtMs: report.startedAtMs, finishedAtMs: report.finishedAtMs,
-            durationMs: report.durationMs, key: job.key, apnsIdHeader: pending.apnsIdHeader, traceparentHeader: job.traceparentHeader)
+            durationMs: report.durationMs, key: job.key, apnsIdHeader: pending.apnsIdHeader, traceparentHeader: job.traceparentHeader,
+            origin: pending.origin == job.source ? nil : pending.origin)
     }
 
-    private func finished(_ pending: Pending, failed: Bool) {
-        let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
+    /// Frees the slot and the key of `pending`, which has finished. When it will be retried (`retried`), the
+    /// jobs of its key queued behind it follow it through the retry topic, in order, and its key is parked:
+    /// later records of the key follow too (``place(_:outcomeNow:nowNs:in:effects:)``) until what
+    /// was forwarded is read back here, or the parking expires.
+    private func finished(_ pending: Pending, failed: Bool, retried: Bool) {
+        let nowNs = clockOrigin.duration(to: .now).wholeNanoseconds
+        var timer: Int64?
+        let (toStart, followers, wake) = state.withLock { state -> ([Pending], [Pending], [CheckedContinuation<Void, Never>]) in
+            defer { timer = state.takeWake() }
             state.release(pending)
-            // A failed first run leaves the dedupe window: a later repeat runs.
-            if failed, let id = pending.dedupeId { state.dedupe?.forget(id, ifFirstIs: pending.job.source) }
+            // A failed first run leaves the dedupe window (a later repeat runs), unless it runs again.
+            if failed && !retried, let id = pending.dedupeId { state.dedupe?.forget(id, ifFirstIs: pending.job.source) }
             let name = pending.worker.name
             if pending.worker.maxConcurrent != nil {
                 // The worker has room again: its longest-waiting blocked job joins the ready line (a collapsed
@@ -503,16 +806,39 @@ public final class JobDispatcher: Sendable {
                 }
                 if state.blocked[name]?.isEmpty == true { state.blocked[name] = nil }
             }
+            var followers: [Pending] = []
             if let key = pending.job.key {
-                // The key's next job moves to the back of the ready line; it waits no longer for its key.
-                state.passKey(key)
+                if retried {
+                    // The key's queued jobs follow the retry through the retry topic, in order.
+                    while let next = state.keyQueues[key]?.popFirst() {
+                        if state.takeCollapsed(next) { continue }
+                        state.leaveCollapsible(next)
+                        if let id = next.dedupeId { state.dedupe?.forget(id, ifFirstIs: next.job.source) }
+                        followers.append(next)
+                    }
+                    state.keyQueues[key] = nil
+                    state.waiting -= followers.count
+                    let policy = pending.worker.retry ?? delay.defaultPolicy
+                    let runsLeft = Int64(max(0, policy.maxAttempts - pending.job.attempt))
+                    let horizon = policy.longestRemainingWait(afterAttempt: pending.job.attempt) + pending.worker.budget * runsLeft + delay.parkSlack
+                    let expires = nowNs.addingReportingOverflow(horizon.wholeNanoseconds)
+                    var park = state.parked[key] ?? Park(inTransit: 0, expiresAtNs: 0)
+                    park.inTransit += 1 + followers.count
+                    park.expiresAtNs = max(park.expiresAtNs, expires.overflow ? .max : expires.partialValue)
+                    state.parked[key] = park
+                } else {
+                    // The key's next job moves to the back of the ready line; it waits no longer for its key.
+                    state.passKey(key)
+                }
             }
             let toStart = state.fillSlots(maxInFlight: maxInFlight)
-            guard state.running == 0 && state.waiting == 0 else { return (toStart, []) }
+            guard state.running == 0 && state.waiting == 0 else { return (toStart, followers, []) }
             defer { state.idleWaiters.removeAll() }
-            return (toStart, state.idleWaiters)
+            return (toStart, followers, state.idleWaiters)
         }
+        for follower in followers { onOutput(.forward(follower.input, forward(follower, .follower))) }
         toStart.forEach(start)
         wake.forEach { $0.resume() }
+        schedule(timer)
     }
 }

@@ -87,6 +87,15 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
         }
     }
 
+    /// Makes broker `brokerId`'s next response to a request with Kafka API key `apiKey` (``KafkaAPIKey``)
+    /// wait `delayMs` milliseconds and then fail with librdkafka error `error` (0: succeed late)
+    /// (`rd_kafka_mock_broker_push_request_error_rtts`), e.g. a slow EndTxn, so that a call with a shorter
+    /// timeout returns `_TIMED_OUT`.
+    /// - Throws: ``KafkaError/Code/mockCluster`` if the broker does not exist.
+    public func delayNextResponse(brokerId: Int32 = 1, apiKey: Int16, delayMs: Int32, error: Int32 = 0) throws {
+        try withCluster { pushworker_mock_push_request_error_rtt($0, brokerId, apiKey, rd_kafka_resp_err_t(rawValue: error), delayMs) }
+    }
+
     /// Forgets the request errors still pushed for Kafka API key `apiKey`
     /// (`rd_kafka_mock_clear_request_errors`): its next requests succeed again.
     public func clearRequestErrors(apiKey: Int16) {
@@ -137,7 +146,7 @@ public final class EmbeddedKafkaCluster: @unchecked Sendable {
     public func pushRequestErrors(brokerId: Int32, apiKey: Int16, errors: [(error: Int32, rttMs: Int)]) throws {
         for entry in errors {
             try withCluster {
-                pushworker_mock_broker_push_request_error_rtt($0, brokerId, apiKey, rd_kafka_resp_err_t(rawValue: entry.error), Int32(clamping: entry.rttMs))
+                pushworker_mock_push_request_error_rtt($0, brokerId, apiKey, rd_kafka_resp_err_t(rawValue: entry.error), Int32(clamping: entry.rttMs))
             }
         }
     }

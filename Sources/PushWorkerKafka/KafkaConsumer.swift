@@ -258,6 +258,40 @@ public final class KafkaConsumer: Sendable {
     /// The name librdkafka gave this client.
     public var name: String { client.name }
 
+    /// The `rd_kafka_t` handle, for the transactional producer's `rd_kafka_consumer_group_metadata`.
+    var handle: OpaquePointer { client.handle }
+
+    /// Moves the fetch position of assigned `offsets` partitions to their offsets (`rd_kafka_seek_partitions`),
+    /// waiting until the fetcher has taken the new position: no record fetched before the seek is returned
+    /// afterwards (prefetched records are purged). Used to rewind after an aborted transaction. Blocking:
+    /// call on the thread that polls the consumer.
+    ///
+    /// Waits without a bound (`timeout_ms` -1): librdkafka 2.0.2 mishandles a finite timeout here
+    /// (librdkafka issue #4230, fixed in 2.1.0).
+    /// - Returns: the partitions librdkafka refused to seek, with its error for each.
+    /// - Throws: ``KafkaError/Code/consumer`` if the whole call failed.
+    @discardableResult
+    public func seek(_ offsets: [TopicPartitionOffset]) throws -> [(TopicPartition, KafkaError)] {
+        guard !offsets.isEmpty else { return [] }
+        return try PartitionList.with(offsets) { list -> [(TopicPartition, KafkaError)] in
+            if let error = rd_kafka_seek_partitions(client.handle, list, -1) {
+                let text = String(cString: rd_kafka_error_string(error))  // NUL-safe: librdkafka's own text (names, errors, versions)
+                let code = rd_kafka_error_code(error)
+                rd_kafka_error_destroy(error)
+                throw KafkaError(.consumer, "seek: \(text) (\(String(cString: rd_kafka_err2name(code))))", rdKafkaError: code.rawValue)  // NUL-safe: librdkafka's own text (names, errors, versions)
+            }
+            var failed: [(TopicPartition, KafkaError)] = []
+            for index in 0..<Int(list.pointee.cnt) {
+                let element = list.pointee.elems[index]
+                if element.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    let tp = TopicPartition(topic: String(cString: element.topic), partition: element.partition)  // NUL-safe: topic names are [a-zA-Z0-9._-]+
+                    failed.append((tp, KafkaError(.consumer, "seek \(tp) to \(element.offset)", element.err)))
+                }
+            }
+            return failed
+        }
+    }
+
     /// The longest ``close()`` waits for the group's first assignment of a member that has joined
     /// (``awaitFirstAssignmentIfJoined()``): 10 s.
     static let firstAssignmentWaitMs = 10_000

@@ -11,7 +11,8 @@ import Synchronization
 /// Call ``close(timeoutMs:)`` before dropping the last reference: it flushes outstanding records and stops
 /// the poll thread.
 public final class KafkaProducer: Sendable {
-    private let client: KafkaClient
+    /// The client (internal: the transactional calls in `KafkaProducer+Transactions.swift` use its handle).
+    let client: KafkaClient
     private let reports: DeliveryReportBuffer
     private let state: Mutex<State>
     private let onDelivery: (@Sendable ([KafkaDeliveryReport]) -> Void)?

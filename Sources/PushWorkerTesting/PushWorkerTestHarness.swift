@@ -83,6 +83,7 @@ public final class PushWorkerTestHarness: Sendable {
         configuration.inputTopics = ["pushes-\(suffix)"]
         configuration.resultsTopic = "push-results-\(suffix)"
         configuration.groupId = "pushworker-test-\(suffix)"
+        configuration.retries.topic = "push-retries-\(suffix)"
         // Off by default so parallel tests never compete for port 9400; turn it on with
         // `$0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)` and read the
         // port from `harness.service.httpServerPort`.
@@ -145,12 +146,18 @@ public final class PushWorkerTestHarness: Sendable {
     /// yet. Offsets are committed shortly after their results are acknowledged (librdkafka's
     /// `auto.commit.interval.ms`, 200 ms by pushworker's default), so poll for the value you expect.
     public func committedOffsets() async throws -> [Int32: Int64] {
+        try await committedOffsets(topic: configuration.inputTopics[0])
+    }
+
+    /// The group's committed offsets for the partitions of `topic` (e.g. the retry topic), as
+    /// ``committedOffsets()`` gives them for the first input topic.
+    public func committedOffsets(topic: String) async throws -> [Int32: Int64] {
         let configuration = self.configuration
         let partitions = try await DedicatedThread.run(name: "harness-committed") { () throws -> [TopicPartitionOffset] in
             var properties = configuration.kafka
             properties["group.id"] = configuration.groupId
             let consumer = try KafkaConsumer(configuration: properties)
-            let result = try consumer.committed(try consumer.partitions(of: configuration.inputTopics[0], timeoutMs: 5000), timeoutMs: 5000)
+            let result = try consumer.committed(try consumer.partitions(of: topic, timeoutMs: 5000), timeoutMs: 5000)
             try? consumer.close()
             return result
         }
@@ -183,7 +190,12 @@ public final class PushWorkerTestHarness: Sendable {
     /// Stops the service gracefully (as SIGTERM does) and waits for ``PushWorkerService/run()`` to return.
     /// - Throws: what `run()` threw.
     public func stop() async throws {
-        try await stopService()
+        do {
+            try await stopService()
+        } catch {
+            await producer.close()
+            throw error
+        }
         await producer.close()
     }
 
@@ -192,6 +204,13 @@ public final class PushWorkerTestHarness: Sendable {
     public func stopService() async throws {
         let (service, task) = running.withLock { $0 }
         service.shutdown()
+        try await task.value
+    }
+
+    /// Waits for the service to end on its own (e.g. after a fatal error), without asking it to stop.
+    /// - Throws: what ``PushWorkerService/run()`` threw.
+    public func waitForServiceToEnd() async throws {
+        let task = running.withLock { $0.task }
         try await task.value
     }
 

@@ -56,6 +56,10 @@ import Testing
         ("exit 3", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
         ("echo 'something odd'; exit 1", WorkerOutcome.failed(.workerError, detail: "exit status 1")),
         ("echo; echo newData; exit 2", WorkerOutcome.failed(.workerError, detail: "exit status 2")),
+        // Retryable: EX_TEMPFAIL, or a first line `retry [reason]`.
+        ("exit 75", WorkerOutcome.failed(.workerError, detail: "exit status 75 (EX_TEMPFAIL: a temporary failure)", retryable: true)),
+        ("echo 'retry backendDown'; exit 1", WorkerOutcome.failed("backendDown", detail: "the program asked for a retry", retryable: true)),
+        ("echo retry", WorkerOutcome.failed(.workerError, detail: "the program asked for a retry", retryable: true)),
     ])
     func outcome(_ body: String, _ expected: WorkerOutcome) async throws {
         let (report, dir) = try await runScript(body)
@@ -79,17 +83,18 @@ import Testing
         defer { dir.remove() }
         let script = try dir.script("worker.sh", """
             cat > "$1/stdin"
-            printf '%s\\n' "$PUSHWORKER_MESSAGE_ID" "$PUSHWORKER_TYPE" "$PUSHWORKER_DEADLINE_MS" "$TRACEPARENT" "$EXTRA_SETTING" > "$1/env"
+            printf '%s\\n' "$PUSHWORKER_MESSAGE_ID" "$PUSHWORKER_TYPE" "$PUSHWORKER_DEADLINE_MS" "$TRACEPARENT" "$EXTRA_SETTING" "$PUSHWORKER_ATTEMPT" > "$1/env"
             echo newData
             """)
         let value = Payload.silent(extra: #","contentId":"article-123","text":"Grüße \"quoted\" 🚀""#)
-        let job = makeJob(type: "content-update", value: value, messageId: "apns-42", traceparent: "00-abc-def-01")
+        var job = makeJob(type: "content-update", value: value, messageId: "apns-42", traceparent: "00-abc-def-01")
+        job.attempt = 2
         let budget = Duration.seconds(7)
         let report = await run(ExecWorker(arguments: [script, dir.path], environment: ["EXTRA_SETTING": "on"]), job: job, budget: budget)
         #expect(report.outcome == .newData)
         #expect(FileManager.default.contents(atPath: dir.file("stdin")).map(Array.init) == value)
         let env = try #require(dir.read("env")).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        #expect(env.count >= 5)
+        #expect(env.count >= 6)
         #expect(env[0] == "apns-42")
         #expect(env[1] == "content-update")
         // The deadline is the run's start plus the budget, in UNIX milliseconds.
@@ -97,6 +102,7 @@ import Testing
         #expect(abs(deadlineMs - (report.startedAtMs + 7000)) <= 250, "PUSHWORKER_DEADLINE_MS \(deadlineMs), started \(report.startedAtMs)")
         #expect(env[3] == "00-abc-def-01")
         #expect(env[4] == "on")
+        #expect(env[5] == "2", "PUSHWORKER_ATTEMPT")
     }
 
     /// Runs a job through a script that records that it ran; returns the report and whether it ran.
@@ -432,6 +438,10 @@ import Testing
         (3, false, "newDataX\n", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
         (3, false, " newData\n", WorkerOutcome.failed(.workerError, detail: "exit status 3")),
         (255, false, "", WorkerOutcome.failed(.workerError, detail: "exit status 255")),
+        (75, false, "", WorkerOutcome.failed(.workerError, detail: "exit status 75 (EX_TEMPFAIL: a temporary failure)", retryable: true)),
+        (75, true, "", WorkerOutcome.failed(.workerError, detail: "killed by signal 75")),
+        (0, false, "retry later\n", WorkerOutcome.failed("later", detail: "the program asked for a retry", retryable: true)),
+        (0, false, "retrying\n", WorkerOutcome.newData),
         (9, true, "", WorkerOutcome.failed(.workerError, detail: "killed by signal 9")),
         (15, true, "noData late\n", WorkerOutcome(.noData, reason: "late")),
         // A reason starting with a combining mark (found by Fuzz/FuzzExecOutcome): the space before it is

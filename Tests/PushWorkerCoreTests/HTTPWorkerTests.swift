@@ -17,7 +17,11 @@ struct HTTPWorkerTests {
             case "/json": return .init(status: 200, body: Data(#"{"result":"noData","reason":"unchanged"}"#.utf8))
             case "/json-failed": return .init(status: 200, body: Data(#"{"result":"failed","reason":"upstreamDown"}"#.utf8))
             case "/json-other": return .init(status: 200, body: Data(#"{"result":"maybe"}"#.utf8))
-            case "/error": return .init(status: 503)
+            case "/error": return .init(status: 500)
+            case "/unavailable": return .init(status: 503)
+            case "/busy": return .init(status: 429)
+            case "/json-retry": return .init(status: 200, body: Data(#"{"result":"failed","reason":"rateLimited","retryable":true}"#.utf8))
+            case "/json-retry-string": return .init(status: 200, body: Data(#"{"result":"failed","retryable":"yes"}"#.utf8))
             case "/notfound": return .init(status: 404)
             case "/slow": return .init(status: 200, delay: .seconds(3))
             case "/large": return .init(status: 200, body: Data(repeating: 0x61, count: 2_000_000))
@@ -48,7 +52,12 @@ struct HTTPWorkerTests {
         ("/json", WorkerOutcome(.noData, reason: "unchanged")),
         ("/json-failed", WorkerOutcome(.failed, reason: "upstreamDown")),
         ("/json-other", WorkerOutcome.newData),
-        ("/error", WorkerOutcome.failed(.workerError, detail: "HTTP status 503")),
+        ("/error", WorkerOutcome.failed(.workerError, detail: "HTTP status 500")),
+        // Retryable: the endpoint is unavailable for now, or asked for it.
+        ("/unavailable", WorkerOutcome.failed(.workerError, detail: "HTTP status 503", retryable: true)),
+        ("/busy", WorkerOutcome.failed(.workerError, detail: "HTTP status 429", retryable: true)),
+        ("/json-retry", WorkerOutcome(.failed, reason: "rateLimited", retryable: true)),
+        ("/json-retry-string", WorkerOutcome(.failed)),
         ("/notfound", WorkerOutcome.failed(.workerError, detail: "HTTP status 404")),
         ("/large", WorkerOutcome.newData),
     ])
@@ -70,6 +79,7 @@ struct HTTPWorkerTests {
         #expect(request.headers["content-type"] == "application/json")
         #expect(request.headers["apns-id"] == "msg-1")
         #expect(request.headers["traceparent"] == traceparent)
+        #expect(request.headers["pushworker-attempt"] == "1")
         #expect(request.headers["authorization"] == "Bearer s3cret")
     }
 
@@ -121,7 +131,7 @@ struct HTTPWorkerTests {
         #expect(report.durationMs >= 290 && report.durationMs < 2500, "\(report.durationMs) ms")
     }
 
-    @Test func aRefusedConnectionIsAWorkerError() async throws {
+    @Test func aRefusedConnectionIsARetryableWorkerError() async throws {
         let server = try Self.server()
         let port = server.port
         server.stop()
@@ -130,6 +140,7 @@ struct HTTPWorkerTests {
         #expect(report.outcome.result == .failed)
         #expect(report.outcome.reason == .workerError)
         #expect(report.outcome.detail?.contains("127.0.0.1") == true)
+        #expect(report.outcome.retryable, "a transport error usually passes: retried as the policy says")
     }
 
     @Test func connectionsAreReusedAcrossJobs() async throws {

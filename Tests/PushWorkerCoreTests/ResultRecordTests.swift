@@ -56,7 +56,7 @@ import Testing
         #expect(object["key"] == nil)
         #expect(object["traceparent"] == nil)
         #expect(Set(object.keys) == [
-            "messageId", "type", "result", "reason", "detail", "worker", "attempt", "source",
+            "messageId", "type", "result", "reason", "detail", "worker", "attempt", "willRetry", "source",
             "receivedAt", "startedAt", "finishedAt", "durationMs",
         ])
     }
@@ -65,7 +65,7 @@ import Testing
         let text = String(decoding: sample().jsonBytes(), as: UTF8.self)
         let keys = text.matches(of: /"([A-Za-z]+)":/).map { String($0.output.1) }
         #expect(keys == [
-            "messageId", "type", "result", "reason", "detail", "worker", "attempt",
+            "messageId", "type", "result", "reason", "detail", "worker", "attempt", "willRetry",
             "source", "topic", "partition", "offset",
             "receivedAt", "startedAt", "finishedAt", "durationMs",
         ])

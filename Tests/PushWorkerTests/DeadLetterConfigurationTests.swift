@@ -27,9 +27,10 @@ import Testing
         #expect(configuration.deadLetter == DeadLetterConfiguration(topic: "in-dead", reasons: ["workerError", "timeout", "myOwnReason"]))
     }
 
-    @Test func outputTopicsAreTheResultsTopicThenTheDeadLetterTopic() throws {
-        #expect(try ConfigurationTests.load(#"{ resultsTopic: "out" }"#).outputTopics == ["out"])
-        #expect(try ConfigurationTests.load(#"{ resultsTopic: "out", deadLetter: { topic: "in-dead" } }"#).outputTopics == ["out", "in-dead"])
+    @Test func outputTopicsAreTheResultsTopicThenTheDeadLetterTopicThenTheRetryTopic() throws {
+        #expect(try ConfigurationTests.load(#"{ resultsTopic: "out" }"#).outputTopics == ["out", "push-retries"])
+        #expect(try ConfigurationTests.load(#"{ resultsTopic: "out", deadLetter: { topic: "in-dead" } }"#).outputTopics == ["out", "in-dead", "push-retries"])
+        #expect(try ConfigurationTests.load(#"{ resultsTopic: "out", retries: { enabled: false } }"#).outputTopics == ["out"])
     }
 
     @Test func theEnvironmentTurnsItOnOrReplacesTheTopic() throws {

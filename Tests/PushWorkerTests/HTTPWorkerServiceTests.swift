@@ -22,7 +22,7 @@ struct HTTPWorkerServiceTests {
         defer { server.stop() }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("http-worker-\(UUID().uuidString.prefix(8)).json5")
         try """
-        { workers: { "content-update": { kind: "http", url: "\(server.baseURL.absoluteString)/hooks/content", budgetMs: 3000,
+        { workers: { "content-update": { kind: "http", url: "\(server.baseURL.absoluteString)/hooks/content", budgetMs: 3000, retry: { maxAttempts: 1 },
                                          headers: { "X-Team": "push" }, headersFromEnv: { Authorization: "CONTENT_HOOK_TOKEN" } } } }
         """.write(to: file, atomically: true, encoding: .utf8)
         let loaded = try ServiceConfiguration.load(path: file.path, environment: ["CONTENT_HOOK_TOKEN": "Bearer s3cret"])

@@ -117,7 +117,8 @@ struct MetricsEndpointTests {
         #expect(metrics["pushworker_results_waiting"] == 0)
         #expect(metrics["pushworker_result_delivery_retries_total"] == 0)
         #expect(metrics[#"pushworker_rebalances_total{event="assigned"}"#] ?? 0 >= 1)
-        #expect(metrics["pushworker_assigned_partitions"] == 2)
+        // The input topic's 2 partitions and the retry topic's 2.
+        #expect(metrics["pushworker_assigned_partitions"] == 4)
         #expect(metrics[#"pushworker_kafka_brokers_up{client="consumer"}"#] == 1)
         #expect(metrics[#"pushworker_kafka_brokers_up{client="producer"}"#] == 1)
         #expect(metrics["pushworker_kafka_consumer_group_up"] == 1)
