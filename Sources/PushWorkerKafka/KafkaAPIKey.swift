@@ -6,6 +6,14 @@ public enum KafkaAPIKey {
     public static let produce: Int16 = 0
     /// OffsetCommit (8).
     public static let offsetCommit: Int16 = 8
+    /// FindCoordinator (10): a client looks up its group's (or transaction's) coordinator.
+    public static let findCoordinator: Int16 = 10
+    /// JoinGroup (11): a member joins (or rejoins) its consumer group.
+    public static let joinGroup: Int16 = 11
+    /// Heartbeat (12): a member keeps its session in the group.
+    public static let heartbeat: Int16 = 12
+    /// SyncGroup (14): a member gets its assignment after a JoinGroup.
+    public static let syncGroup: Int16 = 14
     /// InitProducerId (22): `rd_kafka_init_transactions`, and idempotent producers' id.
     public static let initProducerId: Int16 = 22
     /// AddPartitionsToTxn (24): sent before a transaction's first record to each partition.

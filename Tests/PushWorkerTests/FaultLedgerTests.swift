@@ -29,14 +29,7 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct FaultLedgerTests {
     /// Kafka API keys (the protocol's request types).
-    enum APIKey {
-        static let produce: Int16 = 0
-        static let offsetCommit: Int16 = 8
-        static let findCoordinator: Int16 = 10
-        static let joinGroup: Int16 = 11
-        static let heartbeat: Int16 = 12
-        static let syncGroup: Int16 = 14
-    }
+    typealias APIKey = KafkaAPIKey
 
     /// Kafka error codes (librdkafka `rd_kafka_resp_err_t`) the scenarios inject.
     enum Code {
