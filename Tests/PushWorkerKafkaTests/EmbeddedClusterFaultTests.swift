@@ -1,5 +1,4 @@
 import Foundation
-import PushWorkerCore
 import PushWorkerKafka
 import Testing
 
