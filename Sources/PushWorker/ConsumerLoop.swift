@@ -193,10 +193,15 @@ final class ConsumerLoop: Sendable {
     /// Stores the committable offset of every tracked partition (idempotent; used before the final commit),
     /// and marks the loop as closing: the revocation `close` brings stores what is acknowledged without
     /// waiting again (the shutdown has waited `drainTimeoutMs` for jobs and then for results already).
-    func storeCommittableBeforeClose() {
+    /// - Returns: the offsets stored, for the final commit to name explicitly (none in the exactly-once mode).
+    @discardableResult
+    func storeCommittableBeforeClose() -> [TopicPartitionOffset] {
         state.withLock { $0.closing = true }
         // Exactly-once: offsets are committed only by the transactions, never stored here.
-        if transactions == nil { consumer.storeOffsets(tracker.committable) }
+        guard transactions == nil else { return [] }
+        let offsets = tracker.committable
+        consumer.storeOffsets(offsets)
+        return offsets
     }
 
     /// Exactly-once mode, each round: stops on the transactions' fatal error, and rewinds after an
@@ -313,7 +318,9 @@ final class ConsumerLoop: Sendable {
             consumer.storeOffsets(offsets)
             if !offsets.isEmpty && !closing && !stopNow() {
                 do {
-                    try consumer.commit()
+                    // Named explicitly (``KafkaConsumer/commit(_:)``): sent even where librdkafka believes
+                    // them committed, which a retried older commit may have set back.
+                    try consumer.commit(offsets)
                 } catch {
                     statistics { $0.revocationCommitFailures += 1 }
                     metrics.revocationCommitFailures.increment()

@@ -410,10 +410,18 @@ public final class PushWorkerService: Sendable {
         if failure == nil, let fatal = transactions?.failure { failure = fatal }
         do {
             try await DedicatedThread.run(name: "pushworker-close") {
-                loop.storeCommittableBeforeClose()
+                let offsets = loop.storeCommittableBeforeClose()
                 // Exactly-once: the transactions committed the offsets; nothing is stored for a plain commit.
+                // The offsets are named explicitly: a commit librdkafka retried after an error may have
+                // reached the coordinator after a newer one and set a partition back, and a commit of the
+                // stored offsets would skip that partition as committed already (seen under
+                // ThreadSanitizer with OffsetCommit errors injected: FaultLedgerTests.offsetCommitErrors).
                 if transactions == nil {
-                    do { try consumer.commit() } catch { storeLogger.warning("final commit failed", metadata: ["error": "\(error)"]) }
+                    do {
+                        if offsets.isEmpty { try consumer.commit() } else { try consumer.commit(offsets) }
+                    } catch {
+                        storeLogger.warning("final commit failed", metadata: ["error": "\(error)"])
+                    }
                 }
                 try consumer.close()
             }

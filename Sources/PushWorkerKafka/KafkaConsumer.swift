@@ -172,6 +172,22 @@ public final class KafkaConsumer: Sendable {
         }
     }
 
+    /// Commits exactly `offsets` now and waits for the broker (`rd_kafka_commit` with an explicit list,
+    /// synchronous). Unlike ``commit()``, librdkafka sends every offset given, also where it believes that
+    /// offset committed already: a commit that librdkafka retried after an error can reach the coordinator
+    /// after a newer one and set the partition back, which a commit of the stored offsets would then skip.
+    /// Blocking: call on a dedicated thread. An empty list commits nothing.
+    /// - Throws: ``KafkaError/Code/consumer`` if the commit failed.
+    public func commit(_ offsets: [TopicPartitionOffset]) throws {
+        guard !offsets.isEmpty else { return }
+        try PartitionList.with(offsets) { list in
+            let err = rd_kafka_commit(client.handle, list, 0)
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR && err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                throw KafkaError(.consumer, "commit", err)
+            }
+        }
+    }
+
     /// The committed offsets of the group for `partitions` (`rd_kafka_committed`); an offset is -1001
     /// (`RD_KAFKA_OFFSET_INVALID`) where nothing is committed. Blocking: call on a dedicated thread.
     /// - Throws: ``KafkaError/Code/consumer`` if the request failed.

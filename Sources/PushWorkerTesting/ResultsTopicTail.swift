@@ -29,9 +29,12 @@ public final class ResultsTopicTail: Sendable {
     private let stopped = Atomic<Bool>(false)
 
     /// Starts reading `topic` of the cluster at `servers` (`bootstrap.servers`); `inputs` are the ids
-    /// produced (each input's `apns-id`, its result's `messageId`).
+    /// produced (each input's `apns-id`, its result's `messageId`). With `finalResultsOnly`, a result with
+    /// `willRetry: true` (an attempt that another follows) is not noted in the ledger: with retries an input
+    /// has one final result, and a duplicate is a second final one. Its input position still counts as
+    /// answered (its offset is committed once that result and the retry's copy are acknowledged).
     /// - Throws: ``KafkaError`` if the reader cannot start or the topic's partitions cannot be read in 10 s.
-    public init(servers: String, topic: String, inputs: [String]) throws {
+    public init(servers: String, topic: String, inputs: [String], finalResultsOnly: Bool = false) throws {
         consumer = try KafkaConsumer.reader(configuration: KafkaConfiguration(["bootstrap.servers": servers, "fetch.wait.max.ms": "20"]))
         partitions = try consumer.partitions(of: topic, timeoutMs: 10_000)
         try consumer.assign(partitions.map { TopicPartitionOffset($0, offset: KafkaConsumer.offsetBeginning) })
@@ -47,8 +50,9 @@ public final class ResultsTopicTail: Sendable {
                         (source?["offset"] as? Int).map { (TopicPartition(topic: topic, partition: Int32(partition)), Int64($0)) }
                     }
                 }
+                let willRetry = object?["willRetry"] as? Bool ?? false
                 state.withLock { state in
-                    state.ledger.sawResult(id)
+                    if !(finalResultsOnly && willRetry) { state.ledger.sawResult(id) }
                     state.next[record.topicPartition] = record.offset + 1
                     if let input { state.answered[input.0, default: []].insert(input.1) }
                 }

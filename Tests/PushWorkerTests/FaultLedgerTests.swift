@@ -47,8 +47,10 @@ struct FaultLedgerTests {
 
     static let records = FaultLedger.scaled(2000)
 
-    @Test func brokerDownThenUp() async throws {
-        try await FaultLedger.run("brokerDownThenUp", records: Self.records, brokers: 3) { run in
+    /// Each of the three below runs twice: without retries, and with every other input retried once
+    /// through the retry topic (mode `atLeastOnce+retries`).
+    @Test(arguments: [false, true]) func brokerDownThenUp(retries: Bool) async throws {
+        try await FaultLedger.run("brokerDownThenUp", records: Self.records, brokers: 3, retries: retries) { run in
             // Broker 2 leads partitions 0 and 1 of both topics and coordinates the group; 1 and 3 the rest.
             try run.placeLeaders { partition in partition < 2 ? 2 : (partition == 2 ? 1 : 3) }
             try run.cluster.setGroupCoordinator(group: run.configuration.groupId, brokerId: 2)
@@ -62,9 +64,9 @@ struct FaultLedgerTests {
         }
     }
 
-    @Test func produceErrors() async throws {
+    @Test(arguments: [false, true]) func produceErrors(retries: Bool) async throws {
         let errors: [Int32] = [Code.notLeader, Code.requestTimedOut, Code.transport, Code.notEnoughReplicas, Code.topicAuthorizationFailed]
-        try await FaultLedger.run("produceErrors", records: Self.records) { _ in } fault: { run in
+        try await FaultLedger.run("produceErrors", records: Self.records, retries: retries) { _ in } fault: { run in
             let used = try await run.requestErrors(apiKey: APIKey.produce, errors + errors)
             return (used, "Produce answered NOT_LEADER_FOR_PARTITION, REQUEST_TIMED_OUT, connection closed, NOT_ENOUGH_REPLICAS, TOPIC_AUTHORIZATION_FAILED, twice each")
         }
@@ -78,8 +80,8 @@ struct FaultLedgerTests {
         }
     }
 
-    @Test func heartbeatErrors() async throws {
-        try await FaultLedger.run("heartbeatErrors", records: Self.records) { _ in } fault: { run in
+    @Test(arguments: [false, true]) func heartbeatErrors(retries: Bool) async throws {
+        try await FaultLedger.run("heartbeatErrors", records: Self.records, retries: retries) { _ in } fault: { run in
             // The member's session taken away while results flow (its partitions lost), then, once it has
             // joined again, a rebalance and a coordinator to find again.
             let used = try await run.requestErrors(apiKey: APIKey.heartbeat, [Code.unknownMemberId, Code.rebalanceInProgress, Code.notCoordinator])
@@ -251,8 +253,12 @@ enum FaultLedger {
     /// a quarter of the inputs have a result, injects its fault, stops injecting before it returns, and
     /// returns how many faults it injected and what they were. Then every input must get a result within
     /// 90 s; the ledger is checked and its `FAULT-LEDGER` line printed.
+    ///
+    /// With `retries`, every other input (an even number in its id) fails retryably at its first attempt
+    /// and runs again through the retry topic 100 ms later (jitter 0.2); the ledger counts final results
+    /// only (``ResultsTopicTail`` `finalResultsOnly`), and the mode is reported as `atLeastOnce+retries`.
     static func run(
-        _ scenario: String, mode: String = "atLeastOnce", records: Int, brokers: Int = 1,
+        _ scenario: String, mode: String = "atLeastOnce", records: Int, brokers: Int = 1, retries: Bool = false,
         prepare: (Run) async throws -> Void,
         fault: (Run) async throws -> (faults: Int, detail: String),
         configure: (inout ServiceConfiguration) -> Void = { _ in }
@@ -260,10 +266,14 @@ enum FaultLedger {
         let started = ContinuousClock.now
         let partitions = 4
         var registry = WorkerRegistry(defaultBudget: .seconds(30))
-        registry.register(type: "job", worker: ClosureWorker { _ in
+        registry.register(type: "job", worker: ClosureWorker { job in
             try await Task.sleep(for: .milliseconds(2))
+            if retries, job.attempt == 1, let last = job.messageId.last?.wholeNumberValue, last % 2 == 0 {
+                return .failed("notYet", retryable: true)
+            }
             return .newData
         })
+        let mode = retries ? mode + "+retries" : mode
         let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: partitions, brokers: brokers) {
             $0.maxInFlight = 4
             // Short sessions: a member that lost its session, and the mock's later rebalances
@@ -271,11 +281,12 @@ enum FaultLedger {
             $0.consumer["session.timeout.ms"] = "4000"
             $0.consumer["heartbeat.interval.ms"] = "300"
             $0.kafka["reconnect.backoff.max.ms"] = "1000"
+            if retries { $0.retries.policy = RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(100), maxDelay: .seconds(1), jitter: 0.2) }
             configure(&$0)
         }
         let suffix = harness.configuration.groupId.suffix(8)
         let ids = (0..<records).map { "\(scenario)-\(suffix)-\($0)" }
-        let tail = try ResultsTopicTail(servers: harness.cluster.bootstrapServers, topic: harness.configuration.resultsTopic, inputs: ids)
+        let tail = try ResultsTopicTail(servers: harness.cluster.bootstrapServers, topic: harness.configuration.resultsTopic, inputs: ids, finalResultsOnly: retries)
         defer { tail.stop() }
         let run = Run(harness: harness, tail: tail, records: records, partitions: partitions, registry: registry)
         do {
