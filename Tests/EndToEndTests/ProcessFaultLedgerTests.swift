@@ -30,8 +30,12 @@ struct ProcessFaultLedgerTests {
         let tail: ResultsTopicTail
         let arguments: [String]
         let started = ContinuousClock.now
+        /// Whether every other input fails retryably (a noop `flaky` worker) and runs again through the
+        /// retry topic: the ledger then counts final results only, and the mode is `atLeastOnce+retries`.
+        let retries: Bool
 
-        init(_ scenario: String, records: Int) throws {
+        init(_ scenario: String, records: Int, retries: Bool = false) throws {
+            self.retries = retries
             let suffix = UUID().uuidString.prefix(8).lowercased()
             inputTopic = "pushes-\(scenario)-\(suffix)"
             let resultsTopic = "results-\(scenario)-\(suffix)"
@@ -40,7 +44,7 @@ struct ProcessFaultLedgerTests {
             try cluster.createTopic(inputTopic, partitions: 4)
             try cluster.createTopic(resultsTopic, partitions: 4)
             ids = (0..<records).map { "\(scenario)-\(suffix)-\($0)" }
-            tail = try ResultsTopicTail(servers: cluster.bootstrapServers, topic: resultsTopic, inputs: ids)
+            tail = try ResultsTopicTail(servers: cluster.bootstrapServers, topic: resultsTopic, inputs: ids, finalResultsOnly: retries)
             // A short session: the group gives a killed member's partitions away 3 s after its last heartbeat.
             let config = try CommandLineTests.writeConfig("""
                 {
@@ -48,7 +52,9 @@ struct ProcessFaultLedgerTests {
                   consumer: { "session.timeout.ms": 3000, "heartbeat.interval.ms": 300, "fetch.wait.max.ms": 20 },
                   log: { level: "info" },
                   maxInFlight: 4,
-                  workers: { "job": { kind: "noop", result: "newData", delayMs: 1 } },
+                  workers: { "job": { kind: "noop", result: "newData", delayMs: 1 },
+                             "flaky": { kind: "noop", result: "failed", reason: "notYet", retryable: true, delayMs: 1 } },
+                  retries: { topic: "retries-\(scenario)-\(suffix)", maxAttempts: 2, initialDelayMs: 100, jitter: 0.2 },
                   httpServer: { enabled: false },
                 }
                 """)
@@ -62,7 +68,14 @@ struct ProcessFaultLedgerTests {
         func produceOnceAssigned(_ instances: [RunningCommand]) async throws {
             let assigned = await eventually(timeout: .seconds(60)) { instances.allSatisfy { $0.stderr.contains("partitions assigned") } }
             #expect(assigned, "every instance holds partitions: \(instances.map { $0.stderr.suffix(1500) })")
-            try await LedgerInputs.produce(ids, type: "job", topic: inputTopic, servers: cluster.bootstrapServers, partitions: 4)
+            if retries {
+                // Every other input fails retryably at its first attempt and runs again 100 ms later.
+                let flaky = ids.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+                try await LedgerInputs.produce(ids.enumerated().filter { $0.offset % 2 == 0 }.map(\.element), type: "job", topic: inputTopic, servers: cluster.bootstrapServers, partitions: 4)
+                try await LedgerInputs.produce(flaky, type: "flaky", topic: inputTopic, servers: cluster.bootstrapServers, partitions: 4)
+            } else {
+                try await LedgerInputs.produce(ids, type: "job", topic: inputTopic, servers: cluster.bootstrapServers, partitions: 4)
+            }
         }
 
         /// Waits until a third of the inputs have a result.
@@ -107,7 +120,7 @@ struct ProcessFaultLedgerTests {
             #expect(try await tail.waitUntilCaughtUp(timeout: .seconds(30)))
             let committed = try await CrashRerunTests.committed(group: group, topic: inputTopic, servers: cluster.bootstrapServers)
             let ledger = tail.ledger
-            let report = FaultLedgerReport(scenario: scenario, ledger: ledger, faults: faults, faultDetail: detail, kills: kills,
+            let report = FaultLedgerReport(scenario: scenario, mode: retries ? "atLeastOnce+retries" : "atLeastOnce", ledger: ledger, faults: faults, faultDetail: detail, kills: kills,
                                            seconds: Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000)
             print(report.line)
             #expect(finished, "every input has a result: \(ledger.summary); stderr: \(instances.map { $0.stderr.suffix(1500) })")
@@ -149,6 +162,21 @@ struct ProcessFaultLedgerTests {
 
     @Test func sigkillAndRestart() async throws {
         let setup = try Setup("sigkillRestart", records: Self.records)
+        defer { setup.close() }
+        let first = try setup.start()
+        try await setup.produceOnceAssigned([first])
+        await setup.waitForAThird()
+        first.signal(SIGKILL)
+        _ = try await first.waitForExit(timeout: .seconds(30))
+        try await setup.afterFault(crash: true, instances: [first])
+        let second = try setup.start()
+        try await setup.finish("sigkillRestart", instances: [second], faults: 1, detail: "pushworker run killed with SIGKILL at a third of the results, then started again", kills: true)
+    }
+
+    /// As `sigkillAndRestart`, with every other input failing retryably once: the retries held or in flight
+    /// when the process dies are read again from the retry topic (or the input topic) by the next start.
+    @Test func sigkillAndRestartWithRetries() async throws {
+        let setup = try Setup("sigkillRestart", records: Self.records, retries: true)
         defer { setup.close() }
         let first = try setup.start()
         try await setup.produceOnceAssigned([first])
