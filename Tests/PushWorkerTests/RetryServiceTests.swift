@@ -167,21 +167,22 @@ import Testing
     @Test func aScheduledPushWaitsForItsTimeWithoutHoldingBackItsPartition() async throws {
         var registry = WorkerRegistry(defaultBudget: .seconds(10))
         registry.register(type: "ok", worker: ClosureWorker { _ in .newData }, name: "ok")
-        // Held in memory up to 500 ms: the 1.5 s one goes through the retry topic (and is read there again).
+        // Held in memory up to 500 ms: the 2.5 s one goes through the retry topic (and is read there again).
         let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) { $0.retries.maxHold = .milliseconds(500) }
         // Once the service consumes (the first rebalance takes seconds), the times below are ahead of it.
         try await harness.produce(Self.push("ok"), headers: ["apns-id": "warm-up"])
         _ = try await harness.results(count: 1)
-        let sentMs = WallClock.nowMs()
-        let soon = sentMs + 300
-        let later = sentMs + 1500
-        try await harness.produce(Self.push("ok"), headers: ["apns-id": "soon", NotBefore.header: String(soon)])
-        try await harness.produce(Self.push("ok"), headers: ["apns-id": "later", NotBefore.header: WallClock.rfc3339(ms: later)])
+        // Answered at once: no header, and a malformed one (read first, so that the order below is certain).
         try await harness.produce(Self.push("ok"), headers: ["apns-id": "now"])
         try await harness.produce(Self.push("ok"), headers: ["apns-id": "bad", NotBefore.header: "next tuesday"])
-        let results = Array(try await harness.results(count: 5).dropFirst())
-        // "now" and "bad" at once (in either order), then the scheduled ones at their times.
-        #expect(Set(results.prefix(2).map(\.messageId)) == ["now", "bad"])
+        let immediate = Array(try await harness.results(count: 3).dropFirst())
+        #expect(Set(immediate.map(\.messageId)) == ["now", "bad"])
+        let sentMs = WallClock.nowMs()
+        let soon = sentMs + 300
+        let later = sentMs + 2500
+        try await harness.produce(Self.push("ok"), headers: ["apns-id": "soon", NotBefore.header: String(soon)])
+        try await harness.produce(Self.push("ok"), headers: ["apns-id": "later", NotBefore.header: WallClock.rfc3339(ms: later)])
+        let results = immediate + Array(try await harness.results(count: 5).dropFirst(3))
         #expect(results.suffix(2).map(\.messageId) == ["soon", "later"])
         let started = Dictionary(uniqueKeysWithValues: results.compactMap { result in
             result.json["startedAt"]?.stringValue.flatMap(Self.unixMs).map { (result.messageId ?? "", $0) }
@@ -193,7 +194,7 @@ import Testing
         // "later" went through the retry topic (and was read there again while not yet due).
         #expect(results.first { $0.messageId == "later" }?.json["source"]?["topic"]?.stringValue == harness.configuration.retries.topic)
         #expect(results.first { $0.messageId == "soon" }?.json["source"]?["topic"]?.stringValue == harness.configuration.inputTopics[0])
-        // The input partition's offsets are all committed: the 1.5 s push's copy stood in for it.
+        // The input partition's offsets are all committed: the 2.5 s push's copy stood in for it.
         let deadline = ContinuousClock.now.advanced(by: .seconds(15))
         while try await harness.committedOffsets()[0] != 5 {
             guard ContinuousClock.now < deadline else {
@@ -235,7 +236,9 @@ import Testing
         }
         let otherTask = Task { try await other.run() }
         try await Self.waitFor("the second member owns partitions", timeout: .seconds(30)) { !other.currentStatistics.assignedPartitions.isEmpty }
-        #expect(attempts.withLock { $0.values.allSatisfy { $0 == [1] } }, "the rebalance came while every retry waited")
+        // Usually every retry still waits now (the rebalance takes about 5 s of their 10 s); on a slow machine
+        // (a sanitizer) some may have run on the first member already, which the ledger below covers too.
+        let waitedThroughTheRebalance = attempts.withLock { $0.values.filter { $0 == [1] }.count }
         try await Self.waitFor("every input has a final result", timeout: .seconds(60)) {
             let finals = (harness.receivedResults + secondResults.withLock { $0 }).filter { $0.json["willRetry"] == .bool(false) }
             return Set(finals.compactMap(\.messageId)).count == 40
@@ -245,7 +248,7 @@ import Testing
         try await otherTask.value
         let all = harness.receivedResults + secondResults.withLock { $0 }
         for result in all where result.json["willRetry"] == .bool(false) { ledger.sawResult(result.messageId ?? "?") }
-        print("retry rebalance ledger: \(ledger.summary) moved=\(moved.map(\.description).sorted()) secondMemberResults=\(secondResults.withLock { $0.count })")
+        print("retry rebalance ledger: \(ledger.summary) heldThroughTheRebalance=\(waitedThroughTheRebalance) moved=\(moved.map(\.description).sorted()) secondMemberResults=\(secondResults.withLock { $0.count })")
         #expect(ledger.lost.isEmpty && ledger.unexpected.isEmpty, "\(ledger.summary)")
         #expect(all.filter { $0.json["willRetry"] == .bool(false) }.allSatisfy { $0.result == "newData" && $0.json["attempt"]?.intValue == 2 })
         #expect(!moved.isEmpty, "the second member got partitions")
