@@ -62,8 +62,10 @@ func eventually(timeout: Duration = .seconds(3), _ condition: @Sendable () -> Bo
 }
 
 /// Waits for `dispatcher.waitUntilIdle()` up to `timeout`; false if it did not return in time (the wait is
-/// left behind rather than hanging the test).
-func idle(_ dispatcher: JobDispatcher, within timeout: Duration = .seconds(10)) async -> Bool {
+/// left behind rather than hanging the test). 30 s by default: in a full `swift test` of .ci/run, with the
+/// fault-ledger and exactly-once suites' services running beside it on a 2-core machine, the cooperative
+/// pool that runs the jobs was seen busy for over 10 s (JobDispatcherTests' jobs of 200 ms not yet started).
+func idle(_ dispatcher: JobDispatcher, within timeout: Duration = .seconds(30)) async -> Bool {
     let done = Locked<Bool>(false)
     Task {
         await dispatcher.waitUntilIdle()
