@@ -14,15 +14,15 @@ struct HTTPWorkerServiceTests {
             if body.contains("\"unchanged\"") { return .init(status: 200, body: Data(#"{"result":"noData","reason":"unchanged"}"#.utf8)) }
             if body.contains("\"gone\"") { return .init(status: 204) }
             if body.contains("\"broken\"") { return .init(status: 503) }
-            // Far beyond the 3 s budget, which the other cases need only milliseconds of (room for a loaded
-            // machine or ThreadSanitizer's slowdown).
-            if body.contains("\"slow\"") { return .init(status: 200, delay: .seconds(10)) }
+            // Far beyond the 8 s budget, which the other cases need only milliseconds of (room for a loaded
+            // machine, a sanitizer's slowdown, and URLSession's first set-up in the process).
+            if body.contains("\"slow\"") { return .init(status: 200, delay: .seconds(30)) }
             return .init(status: 200)
         }
         defer { server.stop() }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("http-worker-\(UUID().uuidString.prefix(8)).json5")
         try """
-        { workers: { "content-update": { kind: "http", url: "\(server.baseURL.absoluteString)/hooks/content", budgetMs: 3000, retry: { maxAttempts: 1 },
+        { workers: { "content-update": { kind: "http", url: "\(server.baseURL.absoluteString)/hooks/content", budgetMs: 8000, retry: { maxAttempts: 1 },
                                          headers: { "X-Team": "push" }, headersFromEnv: { Authorization: "CONTENT_HOOK_TOKEN" } } } }
         """.write(to: file, atomically: true, encoding: .utf8)
         let loaded = try ServiceConfiguration.load(path: file.path, environment: ["CONTENT_HOOK_TOKEN": "Bearer s3cret"])
