@@ -6,7 +6,7 @@ import Synchronization
 
 /// The exactly-once results mode's publisher (``ExactlyOnceConfiguration``): an input record's outputs
 /// (its result, and its dead letter when there is one) and the input offsets they complete are written in
-/// Kafka transactions (read-process-write: KIP-98, KIP-447; LIBRDKAFKA-NOTES "Exactly-once").
+/// Kafka transactions (read-process-write: KIP-98, KIP-447; librdkafka's transactional producer, docs/guarantees.md "Exactly-once results").
 ///
 /// Outputs are buffered as they are published. One owner, a dedicated thread, runs every transactional
 /// call (librdkafka refuses produce calls while a commit runs, and allows one transactional call at a

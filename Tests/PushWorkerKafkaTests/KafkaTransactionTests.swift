@@ -69,7 +69,7 @@ struct KafkaTransactionTests {
             return seen
         }
         #expect(outcome["none"] == "ok")
-        // librdkafka 2.0.2's mock: TxnOffsetCommit does not store offsets (LIBRDKAFKA-NOTES "Mock cluster").
+        // librdkafka 2.0.2's mock: TxnOffsetCommit does not store offsets (docs/guarantees.md, "What was proven here, and what was not").
         #expect(outcome["committedAfterCommit"] == "-1001", "\(outcome)")
         #expect(outcome["endTxnFenced"] == "fatal _FENCED", "\(outcome)")
         #expect(outcome["addPartitionsRefused"] == "abortable TOPIC_AUTHORIZATION_FAILED", "\(outcome)")
