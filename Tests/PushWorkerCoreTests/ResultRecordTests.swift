@@ -193,6 +193,29 @@ import Testing
         #expect(object["finishedAt"] as? String == expected)
     }
 
+    /// The lock-free calendar arithmetic agrees with glibc's `gmtime_r` (the oracle) over four centuries of
+    /// days (leap days, the 1900/2100 rules, 2000's exception) and every time of day's boundaries.
+    @Test func timestampsAgreeWithGmtimeOverFourCenturies() {
+        var mismatches: [String] = []
+        // Every 7th day from 1900 to 2300, at a different second of the day each time.
+        let firstDay: Int64 = -25_567, lastDay: Int64 = 120_529
+        for (index, day) in stride(from: firstDay, through: lastDay, by: 7).enumerated() {
+            let ms = (day * 86_400 + Int64(index * 7919 % 86_400)) * 1000 + Int64(index % 1000)
+            var seconds = time_t(ms / 1000 - (ms % 1000 < 0 ? 1 : 0))
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
+                                  Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int((ms % 1000 + 1000) % 1000))
+            let written = WallClock.rfc3339(ms: ms)
+            if written != expected, mismatches.count < 5 { mismatches.append("\(ms): \(written) != \(expected)") }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches)")
+        // The last millisecond of each day of a leap February and the turn of a century.
+        #expect(WallClock.rfc3339(ms: 4_107_542_399_999) == "2100-02-28T23:59:59.999Z")
+        #expect(WallClock.rfc3339(ms: 4_107_542_400_000) == "2100-03-01T00:00:00.000Z")
+        #expect(WallClock.rfc3339(ms: -2_203_891_200_001) == "1900-02-28T23:59:59.999Z")
+    }
+
     @Test func nowFormatsAsRFC3339() {
         let text = WallClock.rfc3339(ms: WallClock.nowMs())
         #expect(text.wholeMatch(of: Self.rfc3339) != nil)
