@@ -27,6 +27,9 @@ protocol OutputPublisher: AnyObject, Sendable {
     /// Writes `record`, a copy of the input record at `source` for the retry topic that stands in for its
     /// result for now (a scheduled push, a record following a retry of its key).
     func forward(_ record: KafkaOutgoingRecord, source: RecordSource)
+    /// Writes a batch of input records' outputs, in order: the same as ``publish(_:deadLetter:retry:)`` and
+    /// ``forward(_:source:)`` for each, for less per record.
+    func publish(_ batch: [Publication])
     /// Produces what waits for a retry, when due (called every round of the consumer loop).
     func retryBacklog()
     /// Input partitions whose outputs cannot be written now (the consumer pauses them).

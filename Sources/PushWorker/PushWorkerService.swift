@@ -320,29 +320,35 @@ public final class PushWorkerService: Sendable {
             registry: registry, validator: PayloadValidator(maxPayloadBytes: configuration.maxPayloadBytes),
             maxInFlight: configuration.maxInFlight, executor: executor,
             collapse: configuration.collapse, dedupe: configuration.dedupe,
-            delay: configuration.retries.delaySettings) { [logger, deadLetter = configuration.deadLetter] output in
-                switch output {
-                case .result(let result, let input, let retry):
-                    if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
-                    // One line per result at debug level (built only when debug is on).
-                    logger.debug("result", metadata: Self.metadata(of: result))
-                    if let retry {
-                        metrics.retryTopicRecords.increment(labels: ["retry"])
-                        publisher.publish(result, deadLetter: nil, retry: RetryRecord.make(for: input, retry: retry, topic: retryTopic))
-                    } else if let deadLetter, deadLetter.accepts(result) {
-                        publisher.publish(result, deadLetter: DeadLetterRecord.make(for: input, result: result, topic: deadLetter.topic), retry: nil)
-                    } else {
-                        publisher.publish(result, deadLetter: nil, retry: nil)
+            delay: configuration.retries.delaySettings,
+            onOutputs: { [logger, deadLetter = configuration.deadLetter] outputs in
+                var batch: [Publication] = []
+                batch.reserveCapacity(outputs.count)
+                for output in outputs {
+                    switch output {
+                    case .result(let result, let input, let retry):
+                        if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
+                        // One line per result at debug level (built only when debug is on).
+                        logger.debug("result", metadata: Self.metadata(of: result))
+                        if let retry {
+                            metrics.retryTopicRecords.increment(labels: ["retry"])
+                            batch.append(.result(result, deadLetter: nil, retry: RetryRecord.make(for: input, retry: retry, topic: retryTopic)))
+                        } else if let deadLetter, deadLetter.accepts(result) {
+                            batch.append(.result(result, deadLetter: DeadLetterRecord.make(for: input, result: result, topic: deadLetter.topic), retry: nil))
+                        } else {
+                            batch.append(.result(result, deadLetter: nil, retry: nil))
+                        }
+                    case .forward(let input, let forward):
+                        metrics.retryTopicRecords.increment(labels: [forward.kind.rawValue])
+                        logger.debug("record sent to the retry topic", metadata: [
+                            "kind": forward.kind.rawValue, "topic": input.source.topic, "partition": String(input.source.partition),
+                            "offset": String(input.source.offset), "messageId": forward.messageId,
+                        ])
+                        batch.append(.forward(RetryRecord.make(for: input, forward: forward, topic: retryTopic), source: input.source))
                     }
-                case .forward(let input, let forward):
-                    metrics.retryTopicRecords.increment(labels: [forward.kind.rawValue])
-                    logger.debug("record sent to the retry topic", metadata: [
-                        "kind": forward.kind.rawValue, "topic": input.source.topic, "partition": String(input.source.partition),
-                        "offset": String(input.source.offset), "messageId": forward.messageId,
-                    ])
-                    publisher.forward(RetryRecord.make(for: input, forward: forward, topic: retryTopic), source: input.source)
                 }
-            }
+                publisher.publish(batch)
+            })
         let loop = ConsumerLoop(
             consumer: consumer, dispatcher: dispatcher, publisher: publisher, transactions: transactions, tracker: tracker,
             maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs,

@@ -47,10 +47,33 @@ final class ResultPublisher: Sendable {
         var hasCompanion = false
         /// 0 for the record as published, then the ``ResultPublisher/replacement(of:result:isDeadLetter:stage:error:)`` stage.
         var stage = 0
-        /// The result (for results only), to build a replacement from.
-        var result: ResultRecord?
+        /// The result (for results only), to build a replacement from. Kept in a shared box, so that
+        /// moving an outgoing record between the in-flight table and its lane copies one reference, not
+        /// every string of the result.
+        var result: ResultRecord? {
+            get { resultBox?.result }
+            set { resultBox = newValue.map(ResultBox.init) }
+        }
+        private var resultBox: ResultBox?
         /// Whether it was sent alone to test its failing lane (its acknowledgement lets the lane go on).
         var isProbe = false
+
+        init(record: KafkaOutgoingRecord, source: TopicPartition, offset: Int64, labels: ResultKey, sequence: UInt64,
+             publishedAtNs: Int64, result: ResultRecord? = nil) {
+            self.record = record
+            self.source = source
+            self.offset = offset
+            self.labels = labels
+            self.sequence = sequence
+            self.publishedAtNs = publishedAtNs
+            self.resultBox = result.map(ResultBox.init)
+        }
+    }
+
+    /// An immutable result, shared by the copies of its ``Outgoing``.
+    final class ResultBox: Sendable {
+        let result: ResultRecord
+        init(_ result: ResultRecord) { self.result = result }
     }
 
     /// An input record's position, for records waiting on more than one acknowledgement.
@@ -116,7 +139,10 @@ final class ResultPublisher: Sendable {
 
     private struct State {
         var nextToken: UInt64 = 1
-        var inFlight: [UInt64: Outgoing] = Dictionary(minimumCapacity: 65_536)
+        /// The records handed to librdkafka and not yet reported, by token. Starts small and grows with the
+        /// load (a table sized for 65 536 up front held some 24 MB of resident memory once filled, whatever
+        /// the load afterwards).
+        var inFlight: [UInt64: Outgoing] = Dictionary(minimumCapacity: 4096)
         var lanes: [TopicPartition: Lane] = [:]
         /// Acknowledgements still awaited for input records that have a result and a dead letter.
         var partsLeft: [Position: Int] = [:]
@@ -260,40 +286,7 @@ final class ResultPublisher: Sendable {
     /// (``RetryRecord``) when there is one: the input record is done once both are acknowledged. A result
     /// of an input partition this member does not own (``release(_:)``) is dropped.
     func publish(_ result: ResultRecord, deadLetter: KafkaOutgoingRecord? = nil, retry: KafkaOutgoingRecord? = nil) {
-        var headers: [KafkaHeader] = []
-        // Byte for byte as the input had them (contract section 3), UTF-8 or not.
-        if let apnsId = result.apnsIdHeader { headers.append(KafkaHeader(name: "apns-id", value: apnsId)) }
-        if let traceparent = result.traceparentHeader { headers.append(KafkaHeader(name: "traceparent", value: traceparent)) }
-        let source = TopicPartition(topic: result.source.topic, partition: result.source.partition)
-        guard state.withLock({ $0.owned.contains(source) }) else {
-            logger.debug("result dropped: its partition is no longer assigned to this member; its next owner reads the record again", metadata: [
-                "partition": "\(source)", "offset": String(result.source.offset), "messageId": result.messageId,
-            ])
-            return
-        }
-        let now = WallClock.monotonicNs()
-        // Two numbers: the companion (when there is one) goes before its result.
-        let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
-        var outgoing = Outgoing(
-            record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),
-            source: source, offset: result.source.offset, labels: ResultKey(result), sequence: sequence + 1, publishedAtNs: now,
-            result: result)
-        guard let companionRecord = deadLetter ?? retry else {
-            enqueue(outgoing)
-            return
-        }
-        outgoing.hasCompanion = true
-        var companion = outgoing
-        companion.record = companionRecord
-        companion.isDeadLetter = deadLetter != nil
-        companion.isRetryTopicCopy = deadLetter == nil
-        companion.result = nil
-        companion.sequence = sequence
-        // `+=`: a record read again (after a rebalance) while its earlier copies are still in flight waits
-        // for all of them.
-        state.withLock { $0.partsLeft[Position(partition: source, offset: result.source.offset), default: 0] += 2 }
-        enqueue(companion)
-        enqueue(outgoing)
+        publish([.result(result, deadLetter: deadLetter, retry: retry)])
     }
 
     /// Produces `record`, a copy of the input record at `source` for the retry topic that stands in for its
@@ -301,14 +294,53 @@ final class ResultPublisher: Sendable {
     /// record is done once it is acknowledged. Dropped, as a result would be, when this member no longer
     /// owns `source`'s partition.
     func forward(_ record: KafkaOutgoingRecord, source: RecordSource) {
-        let partition = TopicPartition(topic: source.topic, partition: source.partition)
-        guard state.withLock({ $0.owned.contains(partition) }) else { return }
-        let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
-        var outgoing = Outgoing(
-            record: record, source: partition, offset: source.offset,
-            labels: ResultKey(type: nil, result: .noData, reason: nil), sequence: sequence, publishedAtNs: WallClock.monotonicNs())
-        outgoing.isRetryTopicCopy = true
-        enqueue(outgoing)
+        publish([.forward(record, source: source)])
+    }
+
+    /// Publishes a batch, in order, as ``publish(_:deadLetter:retry:)`` and ``forward(_:source:)`` would one
+    /// by one: every result is encoded first, then one locked pass drops what this member no longer owns,
+    /// gives the rest their tokens (or puts them behind their lane's waiting records), and a second one,
+    /// after producing, ends their handing over.
+    func publish(_ batch: [Publication]) {
+        let now = WallClock.monotonicNs()
+        var outgoings: [Outgoing] = []
+        outgoings.reserveCapacity(batch.count)
+        for publication in batch {
+            switch publication {
+            case .result(let result, let deadLetter, let retry):
+                var headers: [KafkaHeader] = []
+                // Byte for byte as the input had them (contract section 3), UTF-8 or not.
+                if let apnsId = result.apnsIdHeader { headers.append(KafkaHeader(name: "apns-id", value: apnsId)) }
+                if let traceparent = result.traceparentHeader { headers.append(KafkaHeader(name: "traceparent", value: traceparent)) }
+                let source = TopicPartition(topic: result.source.topic, partition: result.source.partition)
+                // Two numbers: the companion (when there is one) goes before its result.
+                let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
+                var outgoing = Outgoing(
+                    record: KafkaOutgoingRecord(topic: resultsTopic, key: result.key, value: result.jsonBytes(), headers: headers),
+                    source: source, offset: result.source.offset, labels: ResultKey(result), sequence: sequence + 1, publishedAtNs: now,
+                    result: result)
+                if let companionRecord = deadLetter ?? retry {
+                    outgoing.hasCompanion = true
+                    var companion = outgoing
+                    companion.record = companionRecord
+                    companion.isDeadLetter = deadLetter != nil
+                    companion.isRetryTopicCopy = deadLetter == nil
+                    companion.result = nil
+                    companion.sequence = sequence
+                    outgoings.append(companion)
+                }
+                outgoings.append(outgoing)
+            case .forward(let record, let source):
+                let partition = TopicPartition(topic: source.topic, partition: source.partition)
+                let sequence = nextSequence.wrappingAdd(2, ordering: .relaxed).oldValue
+                var outgoing = Outgoing(
+                    record: record, source: partition, offset: source.offset,
+                    labels: ResultKey(type: nil, result: .noData, reason: nil), sequence: sequence, publishedAtNs: now)
+                outgoing.isRetryTopicCopy = true
+                outgoings.append(outgoing)
+            }
+        }
+        enqueue(outgoings)
     }
 
     /// How long ago the producer's poll thread last finished a round, or `nil` once closed (for liveness).
@@ -376,30 +408,86 @@ final class ResultPublisher: Sendable {
         }
     }
 
-    /// Produces a newly published record, or puts it in its lane behind the records waiting there.
-    private func enqueue(_ outgoing: Outgoing) {
-        guard let producer = producer.producer else { return }
-        let token = state.withLock { state -> UInt64? in
-            // Released while it was being published: dropped (see ``release(_:)``).
-            guard state.owned.contains(outgoing.source) else { return nil }
-            if let lane = state.lanes[outgoing.source], !lane.isIdle {
-                state.lanes[outgoing.source]?.insert(outgoing)
-                return nil
+    /// Produces newly published records in order, or puts each behind the records waiting in its lane.
+    /// Records of partitions this member no longer owns are dropped (logged at debug). A record librdkafka
+    /// does not take is dealt with (``failed(_:)``), and the later records of its lane in the batch go back
+    /// to the lane behind it, unproduced, so that a lane's records never overtake one another.
+    private func enqueue(_ batch: [Outgoing]) {
+        guard let producer = producer.producer, !batch.isEmpty else { return }
+        var dropped: [Outgoing] = []
+        var toProduce: [(token: UInt64, outgoing: Outgoing)] = []
+        toProduce.reserveCapacity(batch.count)
+        // The partitions handed over in this batch, with their counts (few: one per input partition).
+        var handed: [(TopicPartition, Int)] = []
+        state.withLock { state in
+            var lastSource: TopicPartition?
+            var lastOwned = false
+            for outgoing in batch {
+                // Consecutive records of one partition (the usual batch) look their partition up once.
+                if outgoing.source != lastSource {
+                    lastSource = outgoing.source
+                    lastOwned = state.owned.contains(outgoing.source)
+                }
+                // Released while it was being published: dropped (see ``release(_:)``).
+                guard lastOwned else {
+                    dropped.append(outgoing)
+                    continue
+                }
+                if outgoing.hasCompanion && (outgoing.isDeadLetter || outgoing.isRetryTopicCopy) {
+                    // `+=`: a record read again (after a rebalance) while its earlier copies are still in
+                    // flight waits for all of them.
+                    state.partsLeft[Position(partition: outgoing.source, offset: outgoing.offset), default: 0] += 2
+                }
+                if let lane = state.lanes[outgoing.source], !lane.isIdle {
+                    state.lanes[outgoing.source]?.insert(outgoing)
+                    continue
+                }
+                let token = state.nextToken
+                state.nextToken += 1
+                state.inFlight[token] = outgoing
+                toProduce.append((token, outgoing))
+                if let index = handed.lastIndex(where: { $0.0 == outgoing.source }) {
+                    handed[index].1 += 1
+                } else {
+                    handed.append((outgoing.source, 1))
+                }
             }
-            let token = state.nextToken
-            state.nextToken += 1
-            state.inFlight[token] = outgoing
-            state.beginHanding(outgoing.source)
-            return token
+            for (tp, count) in handed { state.beginHanding(tp, count) }
         }
-        guard let token else { return }
-        defer { endHanding(outgoing.source) }
-        do throws(KafkaError) {
-            try producer.produce(outgoing.record, token: token)
-        } catch {
-            _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
-            if !failed([(token, outgoing, error)]).isEmpty { drain(outgoing.source) }
+        for outgoing in dropped where !outgoing.isDeadLetter && !outgoing.isRetryTopicCopy {
+            logger.debug("result dropped: its partition is no longer assigned to this member; its next owner reads the record again", metadata: [
+                "partition": "\(outgoing.source)", "offset": String(outgoing.offset), "messageId": outgoing.result?.messageId ?? "",
+            ])
         }
+        guard !toProduce.isEmpty else { return }
+        // Lanes a record of this batch was refused on: their later records here go back behind it.
+        var stopped: Set<TopicPartition> = []
+        var putBack: [(UInt64, Outgoing)] = []
+        var toDrain: [TopicPartition] = []
+        for (token, outgoing) in toProduce {
+            if !stopped.isEmpty, stopped.contains(outgoing.source) {
+                putBack.append((token, outgoing))
+                continue
+            }
+            do throws(KafkaError) {
+                try producer.produce(outgoing.record, token: token)
+            } catch {
+                _ = state.withLock { $0.inFlight.removeValue(forKey: token) }
+                stopped.insert(outgoing.source)
+                if !failed([(token, outgoing, error)]).isEmpty { toDrain.append(outgoing.source) }
+            }
+        }
+        state.withLock { state in
+            for (token, outgoing) in putBack {
+                state.inFlight[token] = nil
+                state.lanes[outgoing.source, default: Lane()].insert(outgoing)
+            }
+            for (tp, count) in handed {
+                let left = state.handing[tp, default: 0] - count
+                state.handing[tp] = left > 0 ? left : nil
+            }
+        }
+        for tp in toDrain { drain(tp) }
     }
 
     /// Produces lane `tp`'s waiting records in order: all of them, or only the first (as a probe) while the

@@ -216,6 +216,9 @@ final class TransactionalPublisher: OutputPublisher {
         publish(Entry(source: partition, offset: source.offset, outputs: [Output(record: record, kind: .retryTopicCopy)], result: nil, publishedAtNs: WallClock.monotonicNs()))
     }
 
+    /// Buffers a batch of input records' outputs, one record after another.
+    func publish(_ batch: [Publication]) { publishEach(batch) }
+
     /// Buffers an input record's outputs for the next transaction (all of them in the same one).
     func publish(_ entry: Entry) {
         let (accepted, full) = state.withLock { state -> (Bool, Bool) in

@@ -9,7 +9,11 @@ package struct JSONWriter {
         text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    package mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
+    package mutating func raw(_ text: String) {
+        // A native string's UTF-8 is contiguous: one copy, not a byte-by-byte walk of the view.
+        let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes.append(contentsOf: $0) }
+        if copied == nil { bytes.append(contentsOf: text.utf8) }
+    }
 
     /// A decimal integer.
     package mutating func integer(_ value: Int64) {
@@ -42,8 +46,18 @@ package struct JSONWriter {
 
     package mutating func string(_ text: String) {
         bytes.append(0x22)
-        // Most strings need no escaping: copy them in one go.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+        // Most strings need no escaping: copy them in one go (from the string's contiguous UTF-8 when it
+        // has it, as native strings do).
+        let plain: Bool? = text.utf8.withContiguousStorageIfAvailable { utf8 in
+            guard !utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return false }
+            bytes.append(contentsOf: utf8)
+            return true
+        }
+        if plain == true {
+            bytes.append(0x22)
+            return
+        }
+        if plain == nil, !text.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
             bytes.append(contentsOf: text.utf8)
             bytes.append(0x22)
             return

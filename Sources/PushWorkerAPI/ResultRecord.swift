@@ -105,7 +105,8 @@ public struct ResultRecord: Sendable, Hashable {
         out.raw(",\"startedAt\":")
         if let startedAtMs { out.timestamp(startedAtMs) } else { out.raw("null") }
         out.raw(",\"finishedAt\":"); out.timestamp(finishedAtMs)
-        out.raw(",\"durationMs\":"); out.raw(Self.formatDuration(durationMs))
+        out.raw(",\"durationMs\":")
+        if durationMs.isFinite, durationMs > 0 { out.raw(Self.formatDuration(durationMs)) } else { out.raw("0") }
         out.raw("}")
         return out.bytes
     }
