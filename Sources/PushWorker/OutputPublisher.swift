@@ -30,6 +30,10 @@ protocol OutputPublisher: AnyObject, Sendable {
     /// Writes a batch of input records' outputs, in order: the same as ``publish(_:deadLetter:retry:)`` and
     /// ``forward(_:source:)`` for each, for less per record.
     func publish(_ batch: [Publication])
+    /// Hands a batch over to be written, in order with the batches handed over before it, possibly after
+    /// this returns (a publisher with a publishing thread of its own); its outputs count as unacknowledged
+    /// from the call on.
+    func submit(_ batch: [Publication])
     /// Produces what waits for a retry, when due (called every round of the consumer loop).
     func retryBacklog()
     /// Input partitions whose outputs cannot be written now (the consumer pauses them).

@@ -347,7 +347,7 @@ public final class PushWorkerService: Sendable {
                         batch.append(.forward(RetryRecord.make(for: input, forward: forward, topic: retryTopic), source: input.source))
                     }
                 }
-                publisher.publish(batch)
+                publisher.submit(batch)
             })
         let loop = ConsumerLoop(
             consumer: consumer, dispatcher: dispatcher, publisher: publisher, transactions: transactions, tracker: tracker,

@@ -166,6 +166,8 @@ final class ResultPublisher: Sendable {
     static let maximumBackoff: Duration = .seconds(2)
 
     private let state = Mutex(State())
+    /// Batches submitted (``submit(_:)``) and not yet published, for the publishing thread.
+    private let queue = PublicationQueue()
     /// The next ``Outgoing/sequence`` (publish order over all lanes).
     private let nextSequence = Atomic<UInt64>(1)
     private let producer: ProducerBox
@@ -211,6 +213,26 @@ final class ResultPublisher: Sendable {
         box.handler = { [unowned self] reports in
             self.delivered(reports, storeOffsets: storeOffsets, onDelivered: onDelivered)
         }
+        // The publishing thread (``submit(_:)``): holds the publisher only while it publishes, so that the
+        // publisher's `deinit` (which closes the queue and so ends the thread) can run.
+        let queue = self.queue
+        let thread = Thread { [weak self] in
+            while let batches = queue.next() {
+                let count = batches.reduce(0) { $0 + $1.count }
+                if let self { batches.forEach(self.publish) }
+                queue.done(count)
+            }
+        }
+        thread.name = "pushworker-publish"
+        thread.start()
+    }
+
+    deinit { queue.close() }
+
+    /// Hands a batch to the publishing thread, which publishes it (``publish(_:)``) in order with the
+    /// batches before it: the caller goes on at once. Once the publisher is closing, publishes at once.
+    func submit(_ batch: [Publication]) {
+        if !queue.push(batch) { publish(batch) }
     }
 
     /// Fetches the metadata of the output topics (the results topic and the dead-letter topic) on a
@@ -347,7 +369,11 @@ final class ResultPublisher: Sendable {
     var sinceLastPoll: Duration? { producer.producer?.sinceLastPoll }
 
     /// Results produced or waiting to be produced, not yet acknowledged.
-    var unacknowledged: Int { state.withLock { $0.inFlight.count + $0.lanes.values.reduce(0) { $0 + $1.waiting.count } } }
+    var unacknowledged: Int {
+        // The queue first: a batch leaves it only once published, so nothing falls between the two counts.
+        let queued = queue.waiting
+        return queued + state.withLock { $0.inFlight.count + $0.lanes.values.reduce(0) { $0 + $1.waiting.count } }
+    }
 
     /// The input partitions whose lane is failing: a record of theirs was not delivered and no probe has
     /// been acknowledged since. The consumer pauses them (no point taking more of their records).
@@ -386,6 +412,9 @@ final class ResultPublisher: Sendable {
     /// in a cancelled task (where `Task.sleep` would return at once).
     /// - Returns: the number of results still not acknowledged.
     func close(timeoutMs: Int, cutShort: @Sendable () -> Bool = { false }, cutShortTimeoutMs: Int = 0) async -> Int {
+        // Nothing is queued for the publishing thread from now on (later batches are published at once);
+        // what is queued is published first, and counts as unacknowledged until then.
+        queue.close()
         var deadline = ContinuousClock.now.advanced(by: .milliseconds(timeoutMs))
         var wasCut = false
         while unacknowledged > 0 && ContinuousClock.now < deadline {

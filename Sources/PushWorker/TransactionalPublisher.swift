@@ -219,6 +219,10 @@ final class TransactionalPublisher: OutputPublisher {
     /// Buffers a batch of input records' outputs, one record after another.
     func publish(_ batch: [Publication]) { publishEach(batch) }
 
+    /// Buffers a batch of input records' outputs at once (buffering is cheap; the transactions' owner
+    /// thread produces them).
+    func submit(_ batch: [Publication]) { publishEach(batch) }
+
     /// Buffers an input record's outputs for the next transaction (all of them in the same one).
     func publish(_ entry: Entry) {
         let (accepted, full) = state.withLock { state -> (Bool, Bool) in
