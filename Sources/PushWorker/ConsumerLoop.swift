@@ -89,11 +89,7 @@ final class ConsumerLoop: Sendable {
                 timeout = 0
                 let receivedAtMs = WallClock.nowMs()
                 taken.append((record.topicPartition, record.offset))
-                batch.append(InputRecord(
-                    source: RecordSource(topic: record.topicPartition.topic, partition: record.topicPartition.partition, offset: record.offset),
-                    key: record.key, value: record.value,
-                    headers: RecordHeaders(record.headers.map { RecordHeader(name: $0.name, value: $0.value) }),
-                    receivedAtMs: receivedAtMs))
+                batch.append(InputRecord(consumed: record, receivedAtMs: receivedAtMs))
                 if shouldStop() { break }
             }
             if stopNow() {
