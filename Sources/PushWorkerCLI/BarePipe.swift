@@ -12,9 +12,8 @@ enum BarePipe {
         consumerConfiguration["group.id"] = "bench-baseline-\(UUID().uuidString.prefix(8))"
         consumerConfiguration["enable.auto.offset.store"] = "false"
         consumerConfiguration["auto.offset.reset"] = "earliest"
-        consumerConfiguration["queued.min.messages"] = "1000000"
-        consumerConfiguration["fetch.wait.max.ms"] = "10"
-        let consumer = try KafkaConsumer(configuration: consumerConfiguration)
+        // The service's settings on the embedded cluster, no more, so that the ratio compares like with like.
+        let consumer = try KafkaConsumer(configuration: EmbeddedClusterSettings.applied(to: consumerConfiguration))
         let ackBox = AckBox()
         let result = Array(#"{"result":"noData"}"#.utf8)
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": servers, "enable.idempotence": "true"]), onDelivery: { reports in

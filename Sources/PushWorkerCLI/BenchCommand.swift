@@ -19,7 +19,8 @@ struct BenchCommand {
          offset once it is acknowledged; no parsing, validation or dispatch), over N pre-filled records;
       2. throughput: pushworker over N pre-filled records;
       3. latency: records produced at R per second for S seconds; produce-to-result-acknowledged p50/p99.
-    Prints records/s, the ratio to the baseline, latency percentiles and peak memory (max RSS).
+    Prints records/s, the ratio to the baseline, latency percentiles and peak memory (max RSS). The service
+    and the baseline run with the consumer settings `pushworker dev` gives the service (fetch.wait.max.ms=10).
 
     Options:
       --records N          records per throughput run (default 100000)
@@ -74,12 +75,8 @@ struct BenchCommand {
         try await Self.fill(servers: servers, topic: input, value: payload, count: records, partitions: partitions)
         var configuration = ServiceConfiguration()
         configuration.kafka = KafkaConfiguration(["bootstrap.servers": servers])
-        // librdkafka 2.0.2 stops fetching for up to 1 s once queued.min.messages (100000) are queued
-        // (fetch.queue.backoff.ms, which would shorten that, is settable only from 2.2.0).
-        configuration.consumer["queued.min.messages"] = "1000000"
-        // The mock broker answers a Fetch with no new data only after fetch.wait.max.ms (real brokers answer
-        // as soon as data arrives): keep it short so latency measures pushworker, not the mock.
-        configuration.consumer["fetch.wait.max.ms"] = "10"
+        // What `pushworker dev` gives the service on the embedded cluster, and no bench-only tuning.
+        EmbeddedClusterSettings.apply(to: &configuration)
         configuration.groupId = "bench-\(UUID().uuidString.prefix(8))"
         configuration.inputTopics = [input]
         configuration.resultsTopic = "bench-results"

@@ -13,6 +13,9 @@ struct DevCommand {
     Starts an embedded Kafka cluster (librdkafka's mock cluster, on loopback), creates the input and results
     topics, and runs the service on it. The first stdout line is 'bootstrap.servers=HOST:PORT[,...]'; then
     each result is printed as one JSON line once the cluster has acknowledged it. SIGTERM/SIGINT stops.
+    The service's consumer gets fetch.wait.max.ms=10 unless the configuration sets it: the embedded broker
+    answers a fetch that finds no new record only after fetch.wait.max.ms (a real broker answers as soon
+    as a record arrives), so librdkafka's 500 ms would delay each result by up to half a second.
 
     Options:
       --config FILE     JSON5 configuration (default: $PUSHWORKER_CONFIG, else config/pushworker.json5 if it
@@ -56,6 +59,7 @@ struct DevCommand {
             return
         }
         configuration.kafka["bootstrap.servers"] = cluster.bootstrapServers
+        EmbeddedClusterSettings.apply(to: &configuration)
         let service = PushWorkerService(configuration: configuration, registry: registry) { record in
             Output.line(bytes: record.value ?? [])
         }
