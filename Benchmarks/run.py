@@ -19,8 +19,8 @@ Needs Debian's packages: apt-get install gcc libc6-dev librdkafka-dev libcjson-d
 python3-matplotlib, and a pushworker build (swift build -c release). Run it with Debian's /usr/bin/python3
 (its packages are not in other Pythons' paths).
 
-Exit status: 0 when every check is ok, 1 when a check failed or a worker did not finish, 2 on bad options
-or a missing tool.
+Exit status: 0 when every check is ok, 1 when a check failed, a worker did not finish or the broker failed,
+2 on bad options or a missing tool.
 """
 import argparse
 import json
@@ -39,7 +39,9 @@ try:
     import confluent_kafka
     from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 except ImportError:
-    sys.exit("run.py: needs confluent-kafka: apt-get install python3-confluent-kafka, and run with /usr/bin/python3")
+    print("run.py: needs confluent-kafka: apt-get install python3-confluent-kafka, and run with /usr/bin/python3",
+          file=sys.stderr)
+    sys.exit(2)
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = HERE / "reference"
@@ -58,6 +60,12 @@ SCALE_PARTITIONS = (1, 2, 4, 8)
 
 def log(message):
     print(message, file=sys.stderr, flush=True)
+
+
+def fail(message, status=1):
+    """Stops the benchmark: status 2 for a missing tool, 1 for a broker that failed."""
+    log(f"run.py: {message}")
+    sys.exit(status)
 
 
 # ---- the records and the partitions they land in ---------------------------------------------------------
@@ -149,14 +157,14 @@ class Broker:
                                      stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1)
         line = self.proc.stdout.readline().strip()
         if not line.startswith("bootstrap.servers="):
-            raise SystemExit(f"run.py: the broker did not start (see {log_path}): {line!r}")
+            fail(f"the broker did not start (see {log_path}): {line!r}")
         self.bootstrap = line.split("=", 1)[1]
 
     def create_topic(self, name, partitions):
         self.proc.stdin.write(f"topic {name} {partitions}\n")
         answer = self.proc.stdout.readline().strip()
         if answer != "ok":
-            raise SystemExit(f"run.py: the broker could not create topic {name}: {answer}")
+            fail(f"the broker could not create topic {name}: {answer}")
 
     def cpu_seconds(self):
         return proc_cpu_seconds(self.proc.pid)
@@ -217,7 +225,7 @@ class Reader:
             if own:
                 consumer.close()
 
-    def results(self, topic, expected):
+    def results(self, topic):
         """Reads every result of `topic`: their count, distinct input records (source topic, partition,
         offset), outcomes, earliest receivedAt (pushworker's results carry it) and the latest record
         timestamp (the producer's CreateTime, the time the worker produced it; UNIX ms)."""
@@ -251,7 +259,7 @@ class Reader:
         consumer.close()
         return {"high_watermarks": total, "read": seen, "distinct_inputs": len(sources), "outcomes": outcomes,
                 "unreadable": unreadable, "earliest_received_at": earliest_received,
-                "latest_timestamp_ms": latest_timestamp, "expected": expected}
+                "latest_timestamp_ms": latest_timestamp}
 
 
 def iso_to_ms(text):
@@ -279,7 +287,7 @@ def fill(reader, topic, records):
     marks = reader.watermarks(topic)
     held = sum(high - low for low, high in marks)
     if failures or left or held != records or any(low for low, _ in marks):
-        raise SystemExit(f"run.py: filling {topic} failed: {len(failures)} not delivered ({failures[:1]}), "
+        fail(f"filling {topic} failed: {len(failures)} not delivered ({failures[:1]}), "
                          f"{left} left, the topic holds {held} of {records} (low watermarks {[l for l, _ in marks]})")
     log(f"filled {topic}: {records} records in {len(marks)} partitions in {time.monotonic() - started:.1f} s")
 
@@ -301,13 +309,12 @@ class Bench:
     def compile(self):
         cc = os.environ.get("CC", "cc")
         if not shutil.which(cc):
-            raise SystemExit(f"run.py: no C compiler {cc!r}: apt-get install gcc libc6-dev (or set CC)")
+            fail(f"no C compiler {cc!r}: apt-get install gcc libc6-dev (or set CC)", 2)
         for name, libraries in (("mock_broker", ["-lrdkafka"]), ("c_worker", ["-lrdkafka", "-lcjson"])):
             command = [cc, "-O2", "-Wall", "-o", str(self.bin / name), str(REFERENCE / f"{name}.c"), *libraries]
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode != 0:
-                raise SystemExit(f"run.py: {' '.join(command)} failed (apt-get install librdkafka-dev "
-                                 f"libcjson-dev):\n{done.stderr}")
+                fail(f"{' '.join(command)} failed (apt-get install librdkafka-dev libcjson-dev):\n{done.stderr}", 2)
 
     def start_broker(self):
         self.broker = Broker(str(self.bin / "mock_broker"), self.logs / "broker.log", self.logs / "appends.txt")
@@ -348,14 +355,14 @@ class Bench:
         broker_cpu = self.broker.cpu_seconds()
         started = time.monotonic()
         if worker == "pushworker":
-            outcome = self.run_pushworker(row, stem, topic, results, group, records, instances)
+            outcome = self.run_pushworker(stem, topic, results, group, records, instances)
         else:
             outcome = self.run_reference(worker, stem, topic, results, group, records)
         row["wall_s"] = round(time.monotonic() - started, 3)
         row["broker_cpu_s"] = round(self.broker.cpu_seconds() - broker_cpu, 3)
         row.update(outcome)
         self.check(row, topic, results, group, records)
-        log(f"  run {run} {label:<24} {records:>7} records  {fmt(row.get('seconds'), 3):>7} s  "
+        log(f"  run {run} {label:<12} {records:>7} records  {fmt(row.get('seconds'), 3):>7} s  "
             f"{fmt(row.get('records_per_s'), 0):>8} records/s  cpu {fmt(row.get('cpu_s'), 2)} s  "
             f"rss {fmt(row.get('peak_rss_mb'), 0)} MB  {row['check']}")
         return row
@@ -384,7 +391,7 @@ class Bench:
             outcome["problems"].append(f"no BENCH-RESULT line (see {stem}.out)")
         return outcome
 
-    def run_pushworker(self, row, stem, topic, results, group, records, instances):
+    def run_pushworker(self, stem, topic, results, group, records, instances):
         """pushworker runs until SIGTERM: it is stopped once the group has committed every input offset
         (it commits only offsets whose results were delivered). Its span comes from its results afterwards."""
         config = {
@@ -450,7 +457,7 @@ class Bench:
         lows = [low for low, _ in self.reader.watermarks(results)]
         if any(lows):
             problems.append(f"the broker dropped {sum(lows)} results (mock 5 MiB partition limit)")
-        read = self.reader.results(results, records)
+        read = self.reader.results(results)
         row["results"] = read["high_watermarks"]
         row["outcomes"] = read["outcomes"]
         if read["high_watermarks"] != records:
@@ -527,11 +534,12 @@ def summarize(rows, labels):
 
 
 def table(summary, with_c=True):
-    head = f"{'worker':<26} {'records':>8} {'seconds':>8} {'records/s':>10}"
+    width = max([len("worker")] + [len(s["label"]) for s in summary])
+    head = f"{'worker':<{width}} {'records':>8} {'seconds':>8} {'records/s':>10}"
     head += f" {'vs C':>6} {'CPU s':>7} {'CPU/rec vs C':>12}" if with_c else f" {'CPU s':>7}"
     lines = [head + f" {'peak RSS MB':>11}  check"]
     for s in summary:
-        line = f"{s['label']:<26} {s['records']:>8} {fmt(s['seconds'], 3):>8} {fmt(s['records_per_s'], 0):>10}"
+        line = f"{s['label']:<{width}} {s['records']:>8} {fmt(s['seconds'], 3):>8} {fmt(s['records_per_s'], 0):>10}"
         if with_c:
             vs = fmt(s["vs_c"], 2) + ("x" if s["vs_c"] is not None else "")
             cpu_vs = fmt(s["cpu_per_record_vs_c"], 2) + ("x" if s["cpu_per_record_vs_c"] is not None else "")
@@ -641,6 +649,10 @@ def main():
         args.pushworker = os.path.abspath(path)
 
     out.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0]
+    if load > 0.5 * os.cpu_count():
+        log(f"note: the load average is {load:.1f} on {os.cpu_count()} cores; other work on the machine "
+            f"makes the figures noisy")
     bench = Bench(args, out)
     bench.compile()
     env = environment(args)
@@ -671,7 +683,7 @@ def main():
     scale_summary = summarize(scale_rows, scale_labels)
     data = {"benchmark": {"records": args.records, "runs": args.runs, "partitions": args.partitions,
                           "workers": labels, "scale": args.scale},
-            "environment": env, "summary": summary, "runs": rows,
+            "environment": {**env, "load_average_at_end": os.getloadavg()}, "summary": summary, "runs": rows,
             "scale_summary": scale_summary, "scale_runs": scale_rows}
     (out / "results.json").write_text(json.dumps(data, indent=2) + "\n")
     print(f"\n{args.records} records, {args.partitions} input partitions, median of {args.runs} run(s)"
