@@ -49,8 +49,9 @@ WORKERS = ("c", "py", "pushworker")
 
 # librdkafka 2.0.2's mock broker keeps at most 5 MiB (or 100000 record batches) per partition and silently
 # drops the oldest batches beyond it. Every topic here is sized so that no partition passes 4 MiB, by
-# generous per-record sizes in a record batch (an input push is about 110 bytes there; a result about
-# 200 bytes from C and Python, 350 from pushworker), and the checks verify that nothing was dropped.
+# generous per-record sizes in a record batch (value, key and record overhead: an input push takes about
+# 105 bytes; a result about 190 from C and Python and 385 from pushworker, whose results also carry
+# detail, worker, attempt and three timestamps), and the checks verify that nothing was dropped.
 PARTITION_BYTES = 4 * 1024 * 1024
 INPUT_RECORD_BYTES = 160
 RESULT_RECORD_BYTES = 400
@@ -233,7 +234,7 @@ class Reader:
         partitions = self.partitions(consumer, topic)
         total = sum(consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions)
         consumer.assign([TopicPartition(topic, tp.partition, OFFSET_BEGINNING) for tp in partitions])
-        seen, sources, outcomes, unreadable = 0, set(), {}, 0
+        seen, sources, outcomes, unreadable, value_bytes = 0, set(), {}, 0, 0
         earliest_received, latest_timestamp = None, None
         idle_deadline = time.monotonic() + 30
         while seen < total and time.monotonic() < idle_deadline:
@@ -244,6 +245,7 @@ class Reader:
                 if record.error():
                     continue
                 seen += 1
+                value_bytes += len(record.value() or b"")
                 stamp = record.timestamp()[1]
                 latest_timestamp = stamp if latest_timestamp is None else max(latest_timestamp, stamp)
                 try:
@@ -258,6 +260,7 @@ class Reader:
                     unreadable += 1
         consumer.close()
         return {"high_watermarks": total, "read": seen, "distinct_inputs": len(sources), "outcomes": outcomes,
+                "mean_value_bytes": round(value_bytes / seen) if seen else None,
                 "unreadable": unreadable, "earliest_received_at": earliest_received,
                 "latest_timestamp_ms": latest_timestamp}
 
@@ -460,6 +463,7 @@ class Bench:
         read = self.reader.results(results)
         row["results"] = read["high_watermarks"]
         row["outcomes"] = read["outcomes"]
+        row["mean_result_bytes"] = read["mean_value_bytes"]
         if read["high_watermarks"] != records:
             problems.append(f"the results topic holds {read['high_watermarks']} results, not {records}")
         if read["read"] != read["high_watermarks"] or read["unreadable"]:
