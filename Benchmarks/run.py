@@ -26,11 +26,13 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -114,17 +116,76 @@ def proc_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy_seconds():
+    """CPU seconds all processes of the machine have used so far (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as f:
+        ticks = [int(v) for v in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+class Sampler(threading.Thread):
+    """Every 20 ms while a worker runs: the wall clock (UNIX ms), the machine's busy CPU seconds, and the CPU
+    seconds of the processes of the benchmark (the workers, the broker, this driver). others(t0, t1) is what
+    the rest of the machine used between two instants: on a quiet machine near 0."""
+
+    def __init__(self, pids):
+        super().__init__(daemon=True)
+        self.pids, self.samples, self.done = pids, [], threading.Event()
+        self.last = {}  # pid -> CPU seconds last read (a worker that has exited keeps its last figure)
+
+    def sample(self):
+        ours = 0.0
+        for pid in [os.getpid(), *self.pids]:
+            try:
+                self.last[pid] = proc_cpu_seconds(pid)
+            except (OSError, IndexError, ValueError):
+                pass
+            ours += self.last.get(pid, 0.0)
+        self.samples.append((time.time() * 1e3, machine_busy_seconds(), ours))
+
+    def run(self):
+        while not self.done.is_set():
+            self.sample()
+            self.done.wait(0.02)
+
+    def stop(self):
+        self.done.set()
+        self.join()
+        self.sample()  # one after the end of the span, however short the worker's last poll interval
+
+    def others(self, t0_ms, t1_ms):
+        """(CPU seconds, share of all cores) the rest of the machine used from t0 to t1, or (None, None)."""
+        before = [x for x in self.samples if x[0] <= t0_ms]
+        after = [x for x in self.samples if x[0] >= t1_ms]
+        if not before or not after or t1_ms <= t0_ms:
+            return None, None
+        (a, machine_a, ours_a), (b, machine_b, ours_b) = before[-1], after[0]
+        others = max(0.0, (machine_b - machine_a) - (ours_b - ours_a))
+        return round(others, 2), round(others / ((b - a) / 1e3 * os.cpu_count()), 3)
+
+
 class Child:
-    """A worker process. Its exit is collected with os.wait4, which gives its own user + sys CPU (all its
-    threads) and its peak RSS (ru_maxrss, KiB)."""
+    """A worker process. Its CPU comes from os.wait4 at its exit (user + sys, all its threads). Its peak RSS
+    is VmHWM of /proc/PID/status, read each time it is polled while it runs (at least every 20 ms while
+    waited for; a high-water mark, so only growth in its last poll interval could be missed): wait4's
+    ru_maxrss would not do, as Linux counts into it the RSS of the forked copy of this driver before exec."""
 
     def __init__(self, command, stdout, stderr):
         self.proc = subprocess.Popen(command, stdout=stdout, stderr=stderr)
         self.code = self.usage = None
+        self.peak_rss_kib = 0
 
     def poll(self):
         """The exit status (signals as negative numbers), or None while it runs."""
         if self.code is None:
+            try:
+                with open(f"/proc/{self.proc.pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            self.peak_rss_kib = max(self.peak_rss_kib, int(line.split()[1]))
+            except OSError:
+                pass
             pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
             if pid == self.proc.pid:
                 self.code, self.usage = os.waitstatus_to_exitcode(status), usage
@@ -226,6 +287,17 @@ class Reader:
             if own:
                 consumer.close()
 
+    def start_group_at_zero(self, group, topic):
+        """Commits offset 0 for every partition of `topic` in `group`, as a group that ran before would have
+        (docs/performance.md says why); returns the partitions committed."""
+        consumer = self.consumer(group)
+        try:
+            partitions = [TopicPartition(topic, tp.partition, 0) for tp in self.partitions(consumer, topic)]
+            consumer.commit(offsets=partitions, asynchronous=False)
+            return len(partitions)
+        finally:
+            consumer.close()
+
     def results(self, topic):
         """Reads every result of `topic`: their count, distinct input records (source topic, partition,
         offset), outcomes, earliest receivedAt (pushworker's results carry it) and the latest record
@@ -306,6 +378,7 @@ class Bench:
         self.bin.mkdir(exist_ok=True)
         self.broker = None
         self.reader = None
+        self.pids = []  # the processes of the row being measured, for its Sampler
         self.inputs = {}  # (partitions, records) -> topic
         self.results_topics = 0
 
@@ -355,19 +428,29 @@ class Bench:
         row = {"worker": worker, "label": label, "run": run, "records": records, "partitions": partitions,
                "instances": instances, "input_topic": topic, "results_topic": results, "group": group}
         stem = self.logs / f"{self.results_topics:03d}-{label.replace(' ', '-').replace(',', '')}-run{run}"
+        self.reader.start_group_at_zero(group, topic)
         broker_cpu = self.broker.cpu_seconds()
+        self.pids = [self.broker.proc.pid]
+        sampler = Sampler(self.pids)
+        sampler.start()
         started = time.monotonic()
         if worker == "pushworker":
             outcome = self.run_pushworker(stem, topic, results, group, records, instances)
         else:
             outcome = self.run_reference(worker, stem, topic, results, group, records)
         row["wall_s"] = round(time.monotonic() - started, 3)
+        sampler.stop()
         row["broker_cpu_s"] = round(self.broker.cpu_seconds() - broker_cpu, 3)
         row.update(outcome)
         self.check(row, topic, results, group, records)
+        # What else ran during the span: the machine's CPU less the benchmark's own. Near 0 on a quiet
+        # machine; a large share means this row's figures are noisy.
+        if row.get("seconds"):
+            row["others_cpu_s"], row["others_share"] = sampler.others(row["first_taken_ms"],
+                                                                      row["last_result_appended_ms"])
         log(f"  run {run} {label:<12} {records:>7} records  {fmt(row.get('seconds'), 3):>7} s  "
             f"{fmt(row.get('records_per_s'), 0):>8} records/s  cpu {fmt(row.get('cpu_s'), 2)} s  "
-            f"rss {fmt(row.get('peak_rss_mb'), 0)} MB  {row['check']}")
+            f"rss {fmt(row.get('peak_rss_mb'), 0)} MB  others {fmt_share(row.get('others_share'))}  {row['check']}")
         return row
 
     def run_reference(self, worker, stem, topic, results, group, records):
@@ -378,12 +461,13 @@ class Bench:
         command += ["-b", self.broker.bootstrap, "-g", group, "-t", topic, "-r", results, "-n", str(records)]
         with open(f"{stem}.out", "w") as out, open(f"{stem}.err", "w") as err:
             child = Child(command, out, err)
+            self.pids.append(child.proc.pid)
             code = child.wait(self.timeout(records))
             if code is None:
                 child.stop(signal.SIGKILL, 10)
                 return {"exit": "timeout", "problems": [f"no result within {self.timeout(records):.0f} s"]}
         outcome = {"exit": code, "problems": [] if code == 0 else [f"exit status {code} (see {stem}.err)"]}
-        self.usage(outcome, [child.usage])
+        self.usage(outcome, [child])
         for line in Path(f"{stem}.out").read_text().splitlines():
             if line.startswith("BENCH-RESULT "):
                 reported = json.loads(line.split(" ", 1)[1])
@@ -413,6 +497,7 @@ class Bench:
             out, err = open(f"{stem}.{i}.out", "w"), open(f"{stem}.{i}.err", "w")
             files += [out, err]
             children.append(Child([self.args.pushworker, "run", "--config", str(config_path)], out, err))
+            self.pids.append(children[-1].proc.pid)
         watch = self.reader.consumer(group)
         deadline = time.monotonic() + self.timeout(records)
         problems, committed = [], 0
@@ -428,7 +513,10 @@ class Bench:
                     problems.append(f"the group committed {committed} of {records} within "
                                     f"{self.timeout(records):.0f} s")
                     break
-                time.sleep(0.1)
+                for _ in range(5):  # the next look at the commits in 100 ms; RSS every 20 ms
+                    time.sleep(0.02)
+                    for child in children:
+                        child.poll()
         finally:
             watch.close()
         codes = [child.stop() for child in children]
@@ -437,16 +525,17 @@ class Bench:
         outcome = {"exit": codes[0] if instances == 1 else codes, "problems": problems}
         if any(code != 0 for code in codes):
             problems.append(f"exit status {codes} after SIGTERM (see {stem}.*.err)")
-        self.usage(outcome, [child.usage for child in children])
+        self.usage(outcome, children)
         return outcome
 
     @staticmethod
-    def usage(outcome, usages):
+    def usage(outcome, children):
         """CPU: user + sys of the worker processes (summed over instances); RSS: the largest peak."""
-        usages = [u for u in usages if u is not None]
+        usages = [child.usage for child in children if child.usage is not None]
         if usages:
             outcome["cpu_s"] = round(sum(u.ru_utime + u.ru_stime for u in usages), 3)
-            outcome["peak_rss_mb"] = round(max(u.ru_maxrss for u in usages) / 1024, 1)
+        if any(child.peak_rss_kib for child in children):
+            outcome["peak_rss_mb"] = round(max(child.peak_rss_kib for child in children) / 1024, 1)
 
     def check(self, row, topic, results, group, records):
         problems = row.setdefault("problems", [])
@@ -501,26 +590,23 @@ def fmt(value, digits):
     return f"{value:,.{digits}f}".replace(",", " ") if digits == 0 else f"{value:.{digits}f}"
 
 
+def fmt_share(share):
+    return "-" if share is None else f"{share:.0%}"
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
 
 
 def summarize(rows, labels):
-    """Per label: the median of each figure over its runs; ratios to C from each run's own C row."""
-    c_rows = {r["run"]: r for r in rows if r["label"] == "c" and r["check"] == "ok"}
+    """Per label: the median of each figure over its runs. The ratios to C are of those medians: records/s
+    over C's records/s, and CPU seconds per record over C's (each run's own ratios stay in vs_c_runs)."""
     summary = []
     for label in labels:
         mine = [r for r in rows if r["label"] == label]
         if not mine:
             continue
-        vs_c, cpu_vs_c = [], []
-        for r in mine:
-            c = c_rows.get(r["run"])
-            if c and r.get("records_per_s") and c.get("records_per_s"):
-                vs_c.append(r["records_per_s"] / c["records_per_s"])
-            if c and r.get("cpu_s") and c.get("cpu_s"):
-                cpu_vs_c.append((r["cpu_s"] / r["records"]) / (c["cpu_s"] / c["records"]))
         checks = [r["check"] for r in mine]
         summary.append({
             "worker": mine[0]["worker"], "label": label, "runs": len(mine),
@@ -528,12 +614,23 @@ def summarize(rows, labels):
             "seconds": median(r.get("seconds") for r in mine),
             "records_per_s": median(r.get("records_per_s") for r in mine),
             "records_per_s_runs": [r.get("records_per_s") for r in mine],
-            "vs_c": median(vs_c), "cpu_s": median(r.get("cpu_s") for r in mine),
-            "cpu_per_record_vs_c": median(cpu_vs_c),
+            "cpu_s": median(r.get("cpu_s") for r in mine),
             "peak_rss_mb": median(r.get("peak_rss_mb") for r in mine),
             "broker_cpu_s": median(r.get("broker_cpu_s") for r in mine),
+            "others_share": median(r.get("others_share") for r in mine),
             "check": "ok" if all(c == "ok" for c in checks) else next(c for c in checks if c != "ok"),
         })
+    c = next((s for s in summary if s["label"] == "c" and s["check"] == "ok"), None)
+    c_runs = {r["run"]: r for r in rows if r["label"] == "c" and r["check"] == "ok"}
+    for s in summary:
+        s["vs_c"] = s["cpu_per_record_vs_c"] = None
+        if c and s["records_per_s"] and c["records_per_s"]:
+            s["vs_c"] = s["records_per_s"] / c["records_per_s"]
+        if c and s["cpu_s"] and c["cpu_s"]:
+            s["cpu_per_record_vs_c"] = (s["cpu_s"] / s["records"]) / (c["cpu_s"] / c["records"])
+        s["vs_c_runs"] = [r["records_per_s"] / c_runs[r["run"]]["records_per_s"]
+                          for r in rows if r["label"] == s["label"] and r.get("records_per_s")
+                          and c_runs.get(r["run"], {}).get("records_per_s")]
     return summary
 
 
@@ -541,7 +638,7 @@ def table(summary, with_c=True):
     width = max([len("worker")] + [len(s["label"]) for s in summary])
     head = f"{'worker':<{width}} {'records':>8} {'seconds':>8} {'records/s':>10}"
     head += f" {'vs C':>6} {'CPU s':>7} {'CPU/rec vs C':>12}" if with_c else f" {'CPU s':>7}"
-    lines = [head + f" {'peak RSS MB':>11}  check"]
+    lines = [head + f" {'peak RSS MB':>11} {'others':>6}  check"]
     for s in summary:
         line = f"{s['label']:<{width}} {s['records']:>8} {fmt(s['seconds'], 3):>8} {fmt(s['records_per_s'], 0):>10}"
         if with_c:
@@ -550,7 +647,7 @@ def table(summary, with_c=True):
             line += f" {vs:>6} {fmt(s['cpu_s'], 2):>7} {cpu_vs:>12}"
         else:
             line += f" {fmt(s['cpu_s'], 2):>7}"
-        lines.append(line + f" {fmt(s['peak_rss_mb'], 0):>11}  {s['check']}")
+        lines.append(line + f" {fmt(s['peak_rss_mb'], 0):>11} {fmt_share(s['others_share']):>6}  {s['check']}")
     return "\n".join(lines)
 
 

@@ -19,20 +19,54 @@
  * the last result of a run reached the broker. The lines come from the
  * mock's debug log (debug=mock), its "Log append" line of librdkafka 2.0.2.
  *
+ * Like Apache Kafka (which sets TCP_NODELAY on every connection), it turns
+ * Nagle's algorithm off on the connections it accepts; librdkafka 2.0.2's mock
+ * leaves it on, and then a small reply sent right after another one waits
+ * for the client's delayed ACK, about 40 ms: late ListOffsets replies at a
+ * consumer's start (whose partitions then miss a Fetch of up to
+ * fetch.wait.max.ms, 500 ms) and late Produce replies at the end of a run.
+ * The mock calls accept() from librdkafka, which this file's accept()
+ * interposes (an executable's symbols come first in the dynamic lookup).
+ *
  * Why not `pushworker dev --broker-only`: it creates every topic with the
  * same partition count (dev.partitions), and librdkafka 2.0.2's mock has no
  * admin API, while the benchmark needs input topics of 1 to P partitions and
  * results topics with enough partitions that none of them passes the mock's
  * 5 MiB per partition (beyond it the oldest record batches are dropped).
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+typedef int (*accept_fn)(int, struct sockaddr *, socklen_t *);
+
+/* accept(2) with TCP_NODELAY on the accepted connection (see above). */
+int accept(int listener, struct sockaddr *peer, socklen_t *length) {
+        static accept_fn real;
+        if (!real)
+                real = (accept_fn)dlsym(RTLD_NEXT, "accept");
+        if (!real) {
+                errno = ENOSYS;
+                return -1;
+        }
+        int s = real(listener, peer, length);
+        int on = 1;
+        if (s >= 0 &&
+            setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)) != 0)
+                perror("mock_broker: TCP_NODELAY");
+        return s;
+}
 
 static FILE *appends;
 
