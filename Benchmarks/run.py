@@ -2,8 +2,8 @@
 """Benchmarks/run.py: pushworker against the same job written in C and in Python, on one broker.
 
 One embedded broker (Benchmarks/reference/mock_broker.c, librdkafka's mock cluster on loopback) holds N
-pre-filled pushes. Each run, one after the other, each with a fresh consumer group and its own results
-topic, the three workers take all N and produce N results:
+pre-filled pushes. Each run, one after the other, each with a fresh consumer group (offset 0 committed for
+every input partition) and its own results topic, the three workers take all N and produce N results:
 
   c           Benchmarks/reference/c_worker.c (librdkafka + cJSON, one thread)
   py          Benchmarks/reference/py_worker.py (confluent-kafka, one thread)
