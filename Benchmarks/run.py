@@ -675,34 +675,38 @@ def charts(out):
     import matplotlib.ticker
 
     data = json.loads((out / "results.json").read_text())
+    bench, cores = data["benchmark"], data["environment"]["cores"]
     written = []
-    for key, name, title in (("summary", "throughput.svg", "Throughput, same broker, same records"),
-                             ("scale_summary", "scale.svg", "pushworker: partitions and instances")):
+    for key, name, title, subtitle in (
+            ("summary", "throughput.svg", "Throughput: same broker, same records, same run",
+             f"{bench['records']} records, {bench['partitions']} input partitions"),
+            ("scale_summary", "scale.svg", "pushworker alone: input partitions and instances",
+             f"as many records as the partitions hold, at most {bench['records']}")):
         summary = data.get(key) or []
         if not summary:
             continue
-        labels = [s["label"] for s in summary]
+        labels = [s["label"].removeprefix("pushworker, ") if key == "scale_summary" else s["label"]
+                  for s in summary]
         medians = [s["records_per_s"] or 0 for s in summary]
-        fig, ax = plt.subplots(figsize=(7, 0.6 * len(labels) + 1.6))
+        fig, ax = plt.subplots(figsize=(8, 0.6 * len(labels) + 1.7))
         y = list(range(len(labels)))[::-1]
         ax.barh(y, medians, color="#4878a8", height=0.6)
+        highest = max([1.0] + medians + [v for s in summary for v in s["records_per_s_runs"] if v])
         for yi, s in zip(y, summary):
             runs = [v for v in s["records_per_s_runs"] if v]
             ax.plot(runs, [yi] * len(runs), "o", color="#222222", markersize=3)
-            note = f" {s['records_per_s']:,.0f}/s" if s["records_per_s"] else " no result"
+            note = f"  {s['records_per_s']:,.0f}/s" if s["records_per_s"] else "  no result"
             if s.get("vs_c") is not None and key == "summary":
                 note += f" ({s['vs_c']:.2f}x C)"
             if key == "scale_summary":
-                note += f" ({s['records']} records)"
+                note += f", {s['records']} records"
             ax.text(max([s["records_per_s"] or 0] + runs), yi, note, va="center", fontsize=9)
-        ax.set_xlim(0, max(max(medians), 1) * 1.45)
+        ax.set_xlim(0, highest * 1.6)
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:.0f}k"))
         ax.set_yticks(y)
         ax.set_yticklabels(labels)
         ax.set_xlabel("records/s, first record taken to last result delivered (bar: median, dots: runs)")
-        bench = data["benchmark"]
-        ax.set_title(f"{title}\n{bench['records']} records, {bench['partitions']} input partitions, "
-                     f"median of {bench['runs']} runs, {data['environment']['cores']} cores", fontsize=10)
+        ax.set_title(f"{title}\n{subtitle}, median of {bench['runs']} runs, {cores} cores", fontsize=10)
         fig.tight_layout()
         fig.savefig(out / name, format="svg", metadata={"Date": None})
         plt.close(fig)
