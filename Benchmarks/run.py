@@ -59,6 +59,8 @@ INPUT_RECORD_BYTES = 160
 RESULT_RECORD_BYTES = 400
 KEYS = 1000  # records are keyed user-0 … user-999
 SCALE_PARTITIONS = (1, 2, 4, 8)
+ATTEMPTS = 3  # tries of a 2-instance measurement whose group rebalanced after its first assignment
+REBALANCED = "the group rebalanced after its first assignment (a member joined again), so the span holds its wait"
 
 
 def log(message):
@@ -236,12 +238,22 @@ class Broker:
         ends = {}
         with open(self.appends_path) as f:
             for line in f:
-                stamp, name, partition, _start, end = line.split()
+                stamp, kind, *fields = line.split()
+                if kind != "append":
+                    continue
+                name, partition, _start, end = fields
                 if name == topic:
                     ends[partition] = int(end)
                     if sum(ends.values()) >= records:
                         return float(stamp) * 1e3
         return None
+
+    def group_rejoins(self, group):
+        """How often `group` went back from Up to Joining because a member joined (not left): a rebalance
+        after the group's first assignment."""
+        with open(self.appends_path) as f:
+            return sum(1 for line in f
+                       if f" group {group} with " in line and "changing state Up -> Joining: member join" in line)
 
     def stop(self):
         self.proc.stdin.close()  # the broker stops at the end of its stdin
@@ -418,9 +430,10 @@ class Bench:
     def timeout(self, records):
         return 120 + records / 1000
 
-    def measure(self, worker, run, partitions, records, instances=1, label=None):
+    def measure(self, worker, run, partitions, records, instances=1, label=None, abort_on_rejoin=False):
         """Runs one worker (or `instances` pushworker processes in one group) over a fresh group and results
-        topic; returns its row."""
+        topic; returns its row. With `abort_on_rejoin`, pushworker is stopped as soon as its group rebalances
+        after its first assignment (the row is then measured again)."""
         label = label or worker
         topic = self.input_topic(partitions, records)
         results = self.results_topic(label.replace(" ", "-").replace(",", ""), records, partitions)
@@ -435,7 +448,7 @@ class Bench:
         sampler.start()
         started = time.monotonic()
         if worker == "pushworker":
-            outcome = self.run_pushworker(stem, topic, results, group, records, instances)
+            outcome = self.run_pushworker(stem, topic, results, group, records, instances, abort_on_rejoin)
         else:
             outcome = self.run_reference(worker, stem, topic, results, group, records)
         row["wall_s"] = round(time.monotonic() - started, 3)
@@ -478,7 +491,7 @@ class Bench:
             outcome["problems"].append(f"no BENCH-RESULT line (see {stem}.out)")
         return outcome
 
-    def run_pushworker(self, stem, topic, results, group, records, instances):
+    def run_pushworker(self, stem, topic, results, group, records, instances, abort_on_rejoin):
         """pushworker runs until SIGTERM: it is stopped once the group has committed every input offset
         (it commits only offsets whose results were delivered). Its span comes from its results afterwards."""
         config = {
@@ -509,6 +522,8 @@ class Bench:
                 committed = sum(max(o, 0) for o in self.reader.committed(group, topic, watch))
                 if committed >= records:
                     break
+                if abort_on_rejoin and self.broker.group_rejoins(group):
+                    break  # measured again; the check notes the rebalance
                 if time.monotonic() > deadline:
                     problems.append(f"the group committed {committed} of {records} within "
                                     f"{self.timeout(records):.0f} s")
@@ -579,6 +594,13 @@ class Bench:
             row["records_per_s"] = records / row["seconds"] if row["seconds"] > 0 else None
         if row.get("seconds") is None and not problems:
             problems.append("no span")
+        # A rebalance after the first assignment puts its wait into the span. With 2 pushworker instances
+        # it happens in about a third of the runs on librdkafka 2.0.2's mock: a follower whose SyncGroup
+        # arrives after the leader's is answered INVALID_REQUEST (the group is already Up) and joins again,
+        # and the mock holds that rebalance for session.timeout.ms - 1 s (44 s by default).
+        row["group_rejoins"] = self.broker.group_rejoins(group)
+        if row["group_rejoins"]:
+            problems.append(REBALANCED)
         row["check"] = "ok" if not problems else "FAIL: " + "; ".join(problems)
 
 
@@ -762,7 +784,7 @@ def main():
     bench.compile()
     env = environment(args)
     bench.start_broker()
-    rows, scale_rows = [], []
+    rows, scale_rows, retried = [], [], []
     try:
         for run in range(1, args.runs + 1):
             log(f"run {run} of {args.runs}")
@@ -777,8 +799,16 @@ def main():
                     scale_rows.append(bench.measure("pushworker", run, p, records_fitting(args.records, p),
                                                     label=label))
                 top = max(SCALE_PARTITIONS)
-                scale_rows.append(bench.measure("pushworker", run, top, records_fitting(args.records, top),
-                                                instances=2, label=f"pushworker, {top} partitions, 2 instances"))
+                for attempt in range(1, ATTEMPTS + 1):
+                    row = bench.measure("pushworker", run, top, records_fitting(args.records, top), instances=2,
+                                        label=f"pushworker, {top} partitions, 2 instances",
+                                        abort_on_rejoin=attempt < ATTEMPTS)
+                    row["attempt"] = attempt
+                    if REBALANCED not in row["problems"] or attempt == ATTEMPTS:
+                        break
+                    log("  (measured again: the group rebalanced after its first assignment)")
+                    retried.append(row)
+                scale_rows.append(row)
     finally:
         bench.broker.stop()
 
@@ -789,7 +819,7 @@ def main():
     data = {"benchmark": {"records": args.records, "runs": args.runs, "partitions": args.partitions,
                           "workers": labels, "scale": args.scale},
             "environment": {**env, "load_average_at_end": os.getloadavg()}, "summary": summary, "runs": rows,
-            "scale_summary": scale_summary, "scale_runs": scale_rows}
+            "scale_summary": scale_summary, "scale_runs": scale_rows, "scale_runs_measured_again": retried}
     (out / "results.json").write_text(json.dumps(data, indent=2) + "\n")
     print(f"\n{args.records} records, {args.partitions} input partitions, median of {args.runs} run(s)"
           f" ({env['cores']} cores, {env['cpu']}):\n")

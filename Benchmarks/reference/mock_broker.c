@@ -12,12 +12,16 @@
  *
  * APPENDS_FILE gets one line per record batch the broker appends to a
  * partition's log, written when it appends it (before it answers the
- * Produce request):
- *   UNIX_SECONDS.MICROSECONDS TOPIC PARTITION LOG_START LOG_END
+ * Produce request), and one per state change of a consumer group:
+ *   UNIX_SECONDS.MICROSECONDS append TOPIC PARTITION LOG_START LOG_END
+ *   UNIX_SECONDS.MICROSECONDS group GROUP with N member(s) changing state
+ *       FROM -> TO: REASON
  * (LOG_END: the partition's end offset after the append; LOG_START above 0:
  * the broker dropped the oldest batches.) The benchmark reads from it when
- * the last result of a run reached the broker. The lines come from the
- * mock's debug log (debug=mock), its "Log append" line of librdkafka 2.0.2.
+ * the last result of a run reached the broker, and whether a group
+ * rebalanced after its first assignment. The lines come from the mock's
+ * debug log (debug=mock): its "Log append" and "Mock consumer group ...
+ * changing state" lines of librdkafka 2.0.2.
  *
  * Like Apache Kafka (which sets TCP_NODELAY on every connection), it turns
  * Nagle's algorithm off on the connections it accepts; librdkafka 2.0.2's mock
@@ -87,9 +91,19 @@ static void on_log(const rd_kafka_t *rk, int level, const char *facility,
                    topic, &partition, &start, &end) == 4) {
                 struct timespec now;
                 clock_gettime(CLOCK_REALTIME, &now);
-                fprintf(appends, "%lld.%06ld %s %d %lld %lld\n",
+                fprintf(appends, "%lld.%06ld append %s %d %lld %lld\n",
                         (long long)now.tv_sec, now.tv_nsec / 1000, topic,
                         partition, start, end);
+                fflush(appends);
+        } else if ((append = strstr(line, "Mock consumer group ")) &&
+                   strstr(append, " changing state ")) {
+                /* "Mock consumer group G with N member(s) changing state
+                 * A -> B: REASON" */
+                struct timespec now;
+                clock_gettime(CLOCK_REALTIME, &now);
+                fprintf(appends, "%lld.%06ld group %s\n", (long long)now.tv_sec,
+                        now.tv_nsec / 1000,
+                        append + strlen("Mock consumer group "));
                 fflush(appends);
         } else if (level <= 4) {
                 fprintf(stderr, "mock_broker: %s: %s\n", facility, line);
