@@ -52,7 +52,7 @@ WORKERS = ("c", "py", "pushworker")
 # librdkafka 2.0.2's mock broker keeps at most 5 MiB (or 100000 record batches) per partition and silently
 # drops the oldest batches beyond it. Every topic here is sized so that no partition passes 4 MiB, by
 # generous per-record sizes in a record batch (value, key and record overhead: an input push takes about
-# 105 bytes; a result about 190 from C and Python and 385 from pushworker, whose results also carry
+# 105 bytes; a result about 200 from C and Python and 395 from pushworker, whose results also carry
 # detail, worker, attempt and three timestamps), and the checks verify that nothing was dropped.
 PARTITION_BYTES = 4 * 1024 * 1024
 INPUT_RECORD_BYTES = 160
