@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import signal
 import statistics
@@ -35,6 +34,7 @@ import sys
 import threading
 import time
 import zlib
+from datetime import datetime
 from pathlib import Path
 
 try:
@@ -350,7 +350,7 @@ class Reader:
 
 
 def iso_to_ms(text):
-    from datetime import datetime
+    """UNIX milliseconds of an ISO 8601 UTC time such as 2026-11-30T10:27:20.891Z."""
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1e3
 
 
