@@ -84,6 +84,9 @@ final class ConsumerLoop: Sendable {
         while !shouldStop() {
             heartbeat.beat()
             if let transactions { try serve(transactions) }
+            // Not more than a few batches ahead of the publishing thread (the loop comes round within
+            // 100 ms either way, to serve the consumer).
+            publisher.waitForRoom(timeoutMs: 100)
             var timeout: Int32 = 100
             while batch.count < Self.batchSize, let record = try consumer.poll(timeoutMs: timeout) {
                 timeout = 0

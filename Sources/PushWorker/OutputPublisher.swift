@@ -34,6 +34,9 @@ protocol OutputPublisher: AnyObject, Sendable {
     /// this returns (a publisher with a publishing thread of its own); its outputs count as unacknowledged
     /// from the call on.
     func submit(_ batch: [Publication])
+    /// Waits, up to `timeoutMs`, while too many handed-over outputs wait to be written (a publisher with
+    /// a publishing thread of its own); returns at once otherwise. Blocking: the consumer's thread.
+    func waitForRoom(timeoutMs: Int)
     /// Produces what waits for a retry, when due (called every round of the consumer loop).
     func retryBacklog()
     /// Input partitions whose outputs cannot be written now (the consumer pauses them).

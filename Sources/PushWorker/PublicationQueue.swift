@@ -15,10 +15,13 @@ final class PublicationQueue: Sendable {
         /// Whether the publishing thread waits (or is about to wait) on ``wake``.
         var sleeping = false
         var closed = false
+        /// The count a thread waits in ``waitForRoom(below:timeoutMs:)`` to see ``waiting`` fall under.
+        var roomWanted: Int?
     }
 
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
+    private let room = DispatchSemaphore(value: 0)
 
     /// Publications pushed and not yet published.
     var waiting: Int { state.withLock { $0.waiting } }
@@ -57,16 +60,47 @@ final class PublicationQueue: Sendable {
 
     /// Notes that `count` publications taken by ``next()`` were published.
     func done(_ count: Int) {
-        state.withLock { $0.waiting -= count }
+        let signal = state.withLock { state -> Bool in
+            state.waiting -= count
+            guard let wanted = state.roomWanted, state.waiting < wanted else { return false }
+            state.roomWanted = nil
+            return true
+        }
+        if signal { room.signal() }
+    }
+
+    /// Waits, up to `timeoutMs`, until fewer than `limit` publications wait: the consumer's thread calls
+    /// it before taking more records, so that it does not run ahead of the publishing thread without
+    /// bound (the queue's records are held in memory until published). Returns at once when they are
+    /// already fewer, or the queue is closed. Blocking: a dedicated thread only, one at a time.
+    func waitForRoom(below limit: Int, timeoutMs: Int) {
+        let mustWait = state.withLock { state -> Bool in
+            guard state.waiting >= limit, !state.closed else { return false }
+            state.roomWanted = limit
+            return true
+        }
+        guard mustWait else { return }
+        if room.wait(timeout: .now() + .milliseconds(timeoutMs)) == .timedOut {
+            // Not signalled in time: withdraw the wish; a signal sent meanwhile is taken back too.
+            let signalled = state.withLock { state -> Bool in
+                defer { state.roomWanted = nil }
+                return state.roomWanted == nil
+            }
+            if signalled { room.wait() }
+        }
     }
 
     /// Takes no more batches; ``next()`` returns what is queued, then `nil`.
     func close() {
-        let wakeUp = state.withLock { state -> Bool in
+        let (wakeUp, roomWaiter) = state.withLock { state -> (Bool, Bool) in
             state.closed = true
-            defer { state.sleeping = false }
-            return state.sleeping
+            defer {
+                state.sleeping = false
+                state.roomWanted = nil
+            }
+            return (state.sleeping, state.roomWanted != nil)
         }
         if wakeUp { wake.signal() }
+        if roomWaiter { room.signal() }
     }
 }

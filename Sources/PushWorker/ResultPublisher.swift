@@ -235,6 +235,16 @@ final class ResultPublisher: Sendable {
         if !queue.push(batch) { publish(batch) }
     }
 
+    /// The most publications waiting for the publishing thread before the consumer's thread waits for it
+    /// (``waitForRoom(timeoutMs:)``): about four of the consumer loop's batches.
+    static let maxQueuedPublications = 8192
+
+    /// Waits, up to `timeoutMs`, while the publishing thread has ``maxQueuedPublications`` or more
+    /// publications to get through. Blocking: the consumer's thread.
+    func waitForRoom(timeoutMs: Int) {
+        queue.waitForRoom(below: Self.maxQueuedPublications, timeoutMs: timeoutMs)
+    }
+
     /// Fetches the metadata of the output topics (the results topic and the dead-letter topic) on a
     /// thread of its own, without waiting for it (``KafkaProducer/prepareTopic(_:timeoutMs:)``), so that
     /// the first results are produced at once rather than after librdkafka's next topic scan (up to 1 s,

@@ -223,6 +223,9 @@ final class TransactionalPublisher: OutputPublisher {
     /// thread produces them).
     func submit(_ batch: [Publication]) { publishEach(batch) }
 
+    /// Returns at once: ``submit(_:)`` buffers at once, and the transactions' bound holds the buffer.
+    func waitForRoom(timeoutMs: Int) {}
+
     /// Buffers an input record's outputs for the next transaction (all of them in the same one).
     func publish(_ entry: Entry) {
         let (accepted, full) = state.withLock { state -> (Bool, Bool) in
