@@ -322,7 +322,9 @@ import Testing
             wait
             """)
         let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .milliseconds(100))
-        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(200)))
+        // A 1 s budget: long enough for the shell to write both pids on a busy machine (200 ms was not, once
+        // in a full parallel run), far shorter than the child's 3 s sleep.
+        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(1)))
         #expect(report.outcome.reason?.rawValue == "timeout")
         let pid = try #require(readPid(dir, "pid"))
         let child = try #require(readPid(dir, "child"))
