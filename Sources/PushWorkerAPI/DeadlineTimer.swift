@@ -39,9 +39,10 @@ final class DeadlineTimer: @unchecked Sendable {
     /// Beats each time the thread looks at its lists; ended once the thread has ended.
     private let heartbeat = Heartbeat()
 
-    init() {
+    /// Starts the timer's thread, named `threadName`.
+    init(threadName: String = "pushworker-deadlines") {
         let thread = Thread { [self] in self.loop() }
-        thread.name = "pushworker-deadlines"
+        thread.name = threadName
         thread.start()
     }
 
