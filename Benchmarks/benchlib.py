@@ -4,9 +4,11 @@ Each benchmark starts its own embedded broker (`pushworker dev --broker-only`), 
 measured as `pushworker run` against a separate broker process, with a fresh consumer group and empty
 topics. Needs Debian's python3-confluent-kafka (1.7.0, on librdkafka 2.0.2): run with /usr/bin/python3.
 """
+import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +42,19 @@ def payload(seq):
 def default_exe():
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.join(os.path.dirname(here), ".build", "release", "pushworker")
+
+
+@contextlib.contextmanager
+def workdir(args, prefix):
+    """A temporary folder for a run's configurations and logs; kept (and named) with --keep."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield path
+    finally:
+        if args.keep:
+            print(f"  kept {path}", flush=True)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def load_note():
@@ -76,26 +91,49 @@ class Broker:
 
 
 class Worker:
-    """`pushworker run --config FILE`, its stderr in `run.log` of `workdir`."""
+    """`pushworker run --config FILE`, its stderr in `run.log` of `workdir`. With `wrap` (a command such as
+    `heaptrack -o FILE` or `perf record -g -o FILE`), run under it: signals and /proc figures then go to the
+    pushworker process the wrapper starts."""
 
-    def __init__(self, exe, config, workdir, name="run"):
+    def __init__(self, exe, config, workdir, name="run", wrap=None):
         self.config_path = os.path.join(workdir, f"{name}.json5")
         with open(self.config_path, "w") as f:
             json.dump(config, f, indent=2)
         self.log = open(os.path.join(workdir, f"{name}.log"), "w")
-        self.proc = subprocess.Popen([exe, "run", "--config", self.config_path],
+        self.proc = subprocess.Popen((wrap or []) + [exe, "run", "--config", self.config_path],
                                      stdout=subprocess.DEVNULL, stderr=self.log)
+        self.pid = self.proc.pid
+        if wrap:
+            self.pid = self._find(os.path.realpath(exe))
+
+    def _find(self, exe, timeout=30):
+        """The pid of the process running `exe` under the wrapper (or the wrapper itself, e.g. valgrind)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.alive():
+            stack = [self.proc.pid]
+            while stack:
+                pid = stack.pop()
+                try:
+                    if os.path.realpath(f"/proc/{pid}/exe") == exe:
+                        return pid
+                    for task in os.listdir(f"/proc/{pid}/task"):
+                        with open(f"/proc/{pid}/task/{task}/children") as f:
+                            stack += [int(child) for child in f.read().split()]
+                except OSError:
+                    continue
+            time.sleep(0.05)
+        return self.proc.pid
 
     def alive(self):
         return self.proc.poll() is None
 
     def usage(self):
         """(CPU seconds, user + system; peak RSS in KiB, VmHWM) of the running process."""
-        with open(f"/proc/{self.proc.pid}/stat") as f:
+        with open(f"/proc/{self.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         hwm = 0
-        with open(f"/proc/{self.proc.pid}/status") as f:
+        with open(f"/proc/{self.pid}/status") as f:
             for line in f:
                 if line.startswith("VmHWM:"):
                     hwm = int(line.split()[1])
@@ -104,9 +142,9 @@ class Worker:
     def stop(self):
         """SIGTERM (graceful stop); returns the exit status."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            os.kill(self.pid, signal.SIGTERM)
             try:
-                self.proc.wait(60)
+                self.proc.wait(120)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

@@ -42,12 +42,12 @@ def measure(args):
     for item in args.set or []:
         key, _, value = item.partition("=")
         extra[key] = json.loads(value)
-    with tempfile.TemporaryDirectory(prefix="pw-concurrency-") as workdir:
+    with benchlib.workdir(args, "pw-concurrency-") as workdir:
         broker = benchlib.Broker(args.exe, partitions, workdir)
         try:
             fill_seconds = benchlib.fill(broker.bootstrap, count, partitions)
             workers = {benchlib.RECORD_TYPE: {"kind": "noop", "result": "newData", "delayMs": args.sleep_ms}}
-            worker = benchlib.Worker(args.exe, benchlib.run_config(broker.bootstrap, workers, **extra), workdir)
+            worker = benchlib.Worker(args.exe, benchlib.run_config(broker.bootstrap, workers, **extra), workdir, wrap=args.wrap and args.wrap.split())
             try:
                 seen = benchlib.wait_for_results(worker, broker.bootstrap, partitions, count, timeout=120 + count / 2000)
                 cpu, hwm = worker.usage() if worker.alive() else (float("nan"), 0)
@@ -99,6 +99,8 @@ def main():
     ap.add_argument("--runs", type=int, default=1, help="repeat N times and print the medians (default 1)")
     ap.add_argument("--consumer", action="append", metavar="PROP=VALUE", help="another consumer property of run")
     ap.add_argument("--set", action="append", metavar="KEY=JSON", help="a top-level key of run's configuration")
+    ap.add_argument("--wrap", help="run pushworker under this command, e.g. 'heaptrack -o /tmp/ht' (profiling)")
+    ap.add_argument("--keep", action="store_true", help="keep the working folder (configurations, logs) and print its path")
     ap.add_argument("--json", action="store_true", help="also print each run's figures as one JSON line")
     args = ap.parse_args()
     if not os.access(args.exe, os.X_OK):

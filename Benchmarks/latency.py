@@ -70,7 +70,7 @@ def find_max(args):
     """Records per second `run` drains from a pre-filled topic, first record taken to last result."""
     count = args.max_records
     partitions = args.partitions or benchlib.partitions_for(count)
-    with tempfile.TemporaryDirectory(prefix="pw-latency-") as workdir:
+    with benchlib.workdir(args, "pw-latency-") as workdir:
         broker = benchlib.Broker(args.exe, partitions, workdir)
         try:
             benchlib.fill(broker.bootstrap, count, partitions)
@@ -145,11 +145,11 @@ def measure(args, rate):
     seconds = args.seconds
     total = int(rate * seconds)
     partitions = args.partitions or benchlib.partitions_for(total)
-    with tempfile.TemporaryDirectory(prefix="pw-latency-") as workdir:
+    with benchlib.workdir(args, "pw-latency-") as workdir:
         broker = benchlib.Broker(args.exe, partitions, workdir)
         try:
             config = make_config(args, broker.bootstrap)
-            worker = benchlib.Worker(args.exe, config, workdir)
+            worker = benchlib.Worker(args.exe, config, workdir, wrap=args.wrap and args.wrap.split())
             try:
                 # Warm-up: one record per partition; the group's first join takes ~3 s on the mock.
                 benchlib.fill(broker.bootstrap, partitions, partitions)
@@ -176,7 +176,7 @@ def measure(args, rate):
         for name, value in headers or []:
             if name == "bench-sent-ns":
                 sent_at[(partition, offset)] = int(value)
-    latencies, acks, taken, run, publish = [], [], [], [], []
+    latencies, acks, fetched, taken, run, publish = [], [], [], [], [], []
     last_result = 0
     for _, _, ts, kind, _, value in results:
         result = json.loads(value)
@@ -192,6 +192,7 @@ def measure(args, rate):
         ack_ns = acked.get((source["partition"], source["offset"]))
         if ack_ns is not None:
             acks.append((ack_ns - sent_ns) / 1e6)
+            fetched.append(received - ack_ns / 1e6)
         run.append(finished - received)
         publish.append(ts - finished)
         last_result = max(last_result, ts)
@@ -203,7 +204,7 @@ def measure(args, rate):
         "achieved": sent / send_span if send_span > 0 else float("nan"),
         "resultRate": sent / ((last_result - first_ns / 1e6) / 1000),
         "producerLagMs": lag_ms, "cpuSeconds": cpu, "peakRssMiB": hwm / 1024, "exit": code,
-        "latency": benchlib.percentiles(latencies), "taken": benchlib.percentiles(taken), "acked": benchlib.percentiles(acks),
+        "latency": benchlib.percentiles(latencies), "taken": benchlib.percentiles(taken), "acked": benchlib.percentiles(acks), "fetched": benchlib.percentiles(fetched),
         "run": benchlib.percentiles(run), "publish": benchlib.percentiles(publish),
     }
     return figures
@@ -220,6 +221,7 @@ def show(figures):
     print(row("produce -> result", figures["latency"]))
     print(row("  produce -> receivedAt", figures["taken"]))
     print(row("    (produce -> input acked)", figures["acked"]))
+    print(row("    (input acked -> receivedAt)", figures["fetched"]))
     print(row("  receivedAt -> finishedAt", figures["run"]))
     print(row("  finishedAt -> result", figures["publish"]))
     print(f"  pushworker: {figures['cpuSeconds']:.2f} CPU s, peak RSS {figures['peakRssMiB']:.0f} MiB, exit {figures['exit']}")
@@ -240,6 +242,8 @@ def main():
     ap.add_argument("--consumer", action="append", metavar="PROP=VALUE", help="another consumer property of run")
     ap.add_argument("--producer", action="append", metavar="PROP=VALUE", help="a producer property of run")
     ap.add_argument("--set", action="append", metavar="KEY=JSON", help="a top-level key of run's configuration")
+    ap.add_argument("--wrap", help="run pushworker under this command, e.g. 'heaptrack -o /tmp/ht' (profiling)")
+    ap.add_argument("--keep", action="store_true", help="keep the working folder (configurations, logs) and print its path")
     ap.add_argument("--json", action="store_true", help="also print each run's figures as one JSON line")
     args = ap.parse_args()
     if not os.access(args.exe, os.X_OK):
