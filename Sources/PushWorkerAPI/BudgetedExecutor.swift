@@ -183,13 +183,23 @@ public final class BudgetedExecutor: Sendable {
 
     /// The deadline timer, counters, observer and logger, and what a run reports through them when its
     /// budget runs out.
-    private struct Reporting: Sendable {
+    ///
+    /// A class: every ``BudgetedRun`` refers to the executor's one instance instead of holding a copy.
+    private final class Reporting: Sendable {
         let timer: DeadlineTimer
         let logger: PushWorkerLogger
         let counters: Counters
         let observer: (@Sendable (BudgetEvent) -> Void)?
         /// ``BudgetedExecutor/cancellationGrace``, or a longer one in tests that run on a loaded machine.
         let grace: Duration
+
+        init(timer: DeadlineTimer, logger: PushWorkerLogger, counters: Counters, observer: (@Sendable (BudgetEvent) -> Void)?, grace: Duration) {
+            self.timer = timer
+            self.logger = logger
+            self.counters = counters
+            self.observer = observer
+            self.grace = grace
+        }
 
         /// Reports `timeout` for a run whose outcome the caller has just claimed, and schedules the check for
         /// a worker that ignores its cancellation.
@@ -210,7 +220,7 @@ public final class BudgetedExecutor: Sendable {
             let deadline = job.deadline
             _ = timer.schedule(at: .now.advanced(by: grace), budget: grace) {
                 if run.isRunning && run.flagIgnoredCancellation() {
-                    ignoredCancellation(job, on: registered, stillRunning: true, lateMs: BudgetedExecutor.milliseconds(deadline.duration(to: .now)))
+                    self.ignoredCancellation(job, on: registered, stillRunning: true, lateMs: BudgetedExecutor.milliseconds(deadline.duration(to: .now)))
                 }
             }
             completion(ExecutionReport(
