@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from datetime import datetime
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
@@ -139,6 +140,17 @@ class Worker:
                     hwm = int(line.split()[1])
         return cpu, hwm
 
+    def rss(self):
+        """The resident set now (VmRSS), in KiB."""
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
     def stop(self):
         """SIGTERM (graceful stop); returns the exit status."""
         if self.proc.poll() is None:
@@ -205,14 +217,43 @@ def check_not_trimmed(consumer, topic, partitions):
             raise SystemExit(f"the mock broker dropped {low} old records of {topic}/{p}: use more partitions")
 
 
-def wait_for_results(worker, bootstrap, partitions, expected, timeout):
-    """Waits until the results topic holds `expected` records (or the worker exits / time runs out)."""
+def metrics_port(worker, timeout=30):
+    """The port of the worker's HTTP server, from its log line `http server listening on http://HOST:PORT`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(worker.log.name) as f:
+            for line in f:
+                if "http server listening on http://" in line:
+                    return int(line.split("http://", 1)[1].split("/", 1)[0].split()[0].rsplit(":", 1)[1])
+        time.sleep(0.05)
+    return None
+
+
+def gauge(port, name):
+    """The value of an unlabelled metric of the worker's /metrics, or None."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def wait_for_results(worker, bootstrap, partitions, expected, timeout, trace=None):
+    """Waits until the results topic holds `expected` records (or the worker exits / time runs out). With
+    `trace` (a list), appends (seconds, VmRSS MiB, jobs in flight, results) every poll."""
     watch = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-watch", "enable.auto.commit": False})
     deadline = time.monotonic() + timeout
     seen = 0
+    port = metrics_port(worker) if trace is not None else None
+    start = time.monotonic()
     try:
         while time.monotonic() < deadline and worker.alive():
             seen = total_results(watch, partitions)
+            if trace is not None:
+                trace.append((time.monotonic() - start, worker.rss() / 1024, gauge(port, "pushworker_jobs_in_flight"), seen))
             if seen >= expected:
                 return seen
             time.sleep(0.02)

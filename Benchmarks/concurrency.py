@@ -49,7 +49,8 @@ def measure(args):
             workers = {benchlib.RECORD_TYPE: {"kind": "noop", "result": "newData", "delayMs": args.sleep_ms}}
             worker = benchlib.Worker(args.exe, benchlib.run_config(broker.bootstrap, workers, **extra), workdir, wrap=args.wrap and args.wrap.split())
             try:
-                seen = benchlib.wait_for_results(worker, broker.bootstrap, partitions, count, timeout=120 + count / 2000)
+                trace = [] if args.trace else None
+                seen = benchlib.wait_for_results(worker, broker.bootstrap, partitions, count, timeout=120 + count / 2000, trace=trace)
                 cpu, hwm = worker.usage() if worker.alive() else (float("nan"), 0)
             finally:
                 code = worker.stop()
@@ -71,6 +72,10 @@ def measure(args):
         stamps.append(ts)
         outcomes[(result["result"], result.get("reason"))] = outcomes.get((result["result"], result.get("reason")), 0) + 1
     first = min(received)
+    if args.trace:
+        print("  trace: seconds since the worker started, VmRSS MiB, jobs in flight, results on the topic")
+        for at, rss, running, done in trace[::max(1, len(trace) // 40)]:
+            print(f"    {at:6.2f} s {rss:6.0f} MiB {running if running is not None else '-':>8} {done:>8}")
     return {
         "records": count, "sleepMs": args.sleep_ms, "maxInFlight": extra["maxInFlight"], "partitions": partitions,
         "fillSeconds": fill_seconds, "results": len(results),
@@ -99,6 +104,7 @@ def main():
     ap.add_argument("--runs", type=int, default=1, help="repeat N times and print the medians (default 1)")
     ap.add_argument("--consumer", action="append", metavar="PROP=VALUE", help="another consumer property of run")
     ap.add_argument("--set", action="append", metavar="KEY=JSON", help="a top-level key of run's configuration")
+    ap.add_argument("--trace", action="store_true", help="print VmRSS and jobs in flight (/metrics) over the run")
     ap.add_argument("--wrap", help="run pushworker under this command, e.g. 'heaptrack -o /tmp/ht' (profiling)")
     ap.add_argument("--keep", action="store_true", help="keep the working folder (configurations, logs) and print its path")
     ap.add_argument("--json", action="store_true", help="also print each run's figures as one JSON line")

@@ -22,9 +22,14 @@ timestamp). Once every result is on the results topic it reads both topics and p
   rates         = records sent / send span (and how late the producer ever was against its schedule);
                   results / span from the first send to the last result.
 
---find-max first measures the largest rate pushworker sustains with the same configuration: it fills the
-topics with --max-records records, starts a new `run`, and divides the records by the span from the first
-record taken (min receivedAt) to the last result's timestamp; then it measures latency at half that rate.
+--find-max first measures the largest rate pushworker sustains with the same configuration, then latency at
+half of it. Two steps: the drain rate (the topic filled with --max-records records, a new `run`, records
+divided by the span from the first record taken, min receivedAt, to the last result's timestamp: pushworker
+alone on the machine), then a bisection between 1000/s and the drain rate with open-loop runs
+(--search-steps of --search-seconds each): a rate is sustained when the producer sent at it, results came at
+95 % of it or more, and p99 stayed under 1 s (no growing backlog). The load generator and the broker share
+the machine's cores, so the sustained rate is the lower one; it is the maximum the latency is measured at
+half of.
 
 The `run` configuration sets only the broker, the worker, a free HTTP port, and consumer
 `fetch.wait.max.ms=10` (`--fetch-wait-ms`): librdkafka 2.0.2's mock broker holds every Fetch for
@@ -90,6 +95,35 @@ def find_max(args):
     print(f"find-max: {count} pre-filled records in {(last - first) / 1000:.3f} s: {rate:,.0f} records/s "
           f"({partitions} partitions)")
     return rate
+
+
+def sustained(figures):
+    """Whether a run kept up: the producer sent at the rate, results came at the rate, and no backlog grew
+    (p99 under 1 s)."""
+    return (figures["achieved"] >= 0.97 * figures["rate"] and figures["resultRate"] >= 0.95 * figures["rate"]
+            and figures["latency"][2] < 1000)
+
+
+def search_sustainable(args, drained):
+    """The highest open-loop rate (in steps of 1000/s) that `sustained` accepts, between 1000/s and the
+    drain rate, by bisection over --search-steps runs of --search-seconds each. On this machine the load
+    generator and the broker share the cores with pushworker, so this is below the drain rate."""
+    low, high = 1000, int(drained)
+    for _ in range(args.search_steps):
+        if high - low < 1000:
+            break
+        rate = (low + high) // 2 // 1000 * 1000 or 1000
+        probe = argparse.Namespace(**vars(args))
+        probe.seconds = args.search_seconds
+        figures = measure(probe, rate)
+        ok = sustained(figures)
+        print(f"find-max: {rate:,}/s {'sustained' if ok else 'not sustained'} (sent {figures['achieved']:,.0f}/s, "
+              f"results {figures['resultRate']:,.0f}/s, p99 {figures['latency'][2]:.0f} ms)", flush=True)
+        if ok:
+            low = rate
+        else:
+            high = rate
+    return low
 
 
 def produce_open_loop(bootstrap, rate, seconds, partitions, linger_ms):
@@ -233,7 +267,9 @@ def main():
     ap.add_argument("--exe", default=benchlib.default_exe(), help="the pushworker executable (default: .build/release/pushworker)")
     ap.add_argument("--rate", type=int, default=20_000, help="records per second (default 20000)")
     ap.add_argument("--find-max", action="store_true", help="measure the maximum rate first, then latency at half of it")
-    ap.add_argument("--max-records", type=int, default=200_000, help="records of the --find-max run (default 200000)")
+    ap.add_argument("--max-records", type=int, default=200_000, help="records of the --find-max drain run (default 200000)")
+    ap.add_argument("--search-steps", type=int, default=4, help="open-loop runs of the --find-max bisection (default 4)")
+    ap.add_argument("--search-seconds", type=float, default=4, help="length of each of them (default 4)")
     ap.add_argument("--seconds", type=float, default=10, help="length of the open-loop run (default 10)")
     ap.add_argument("--runs", type=int, default=1, help="repeat the latency run N times and print the median (default 1)")
     ap.add_argument("--partitions", type=int, help="partitions per topic (default: sized for the mock's 5 MiB limit)")
@@ -251,8 +287,10 @@ def main():
     print(f"latency.py: {benchlib.load_note()}; {args.exe}", flush=True)
     rate = args.rate
     if args.find_max:
-        rate = int(find_max(args) / 2)
-        print(f"measuring at half of it: {rate:,}/s")
+        drained = find_max(args)
+        maximum = search_sustainable(args, drained)
+        rate = int(maximum / 2)
+        print(f"find-max: highest sustained open-loop rate {maximum:,}/s; measuring at half of it: {rate:,}/s", flush=True)
     runs = []
     for index in range(args.runs):
         figures = measure(args, rate)
