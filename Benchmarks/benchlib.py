@@ -30,6 +30,15 @@ RESULT_BYTES = 450
 PARTITION_BUDGET = 4 * 1024 * 1024
 
 
+def stop_children_on_sigterm():
+    """SIGTERM (or SIGINT) ends the script through SystemExit, so that its `finally` blocks stop the broker
+    and the worker it started instead of leaving them running."""
+    def leave(signum, _frame):
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, leave)
+    signal.signal(signal.SIGINT, leave)
+
+
 def partitions_for(records, minimum=4):
     """Partitions per topic so that `records` results stay under the mock's per-partition limit."""
     return max(minimum, -(-records * RESULT_BYTES // PARTITION_BUDGET))
@@ -79,6 +88,15 @@ class Broker:
             self.stop()
             raise SystemExit(f"broker did not start: {line!r} (see {self.log.name})")
         self.bootstrap = line.split("=", 1)[1]
+
+    def cpu_seconds(self):
+        """The broker process's CPU seconds so far (utime + stime)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            return float("nan")
 
     def stop(self):
         if self.proc.poll() is None:

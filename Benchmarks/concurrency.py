@@ -109,6 +109,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the working folder (configurations, logs) and print its path")
     ap.add_argument("--json", action="store_true", help="also print each run's figures as one JSON line")
     args = ap.parse_args()
+    benchlib.stop_children_on_sigterm()
     if not os.access(args.exe, os.X_OK):
         benchlib.fail(f"{args.exe} is not an executable: build with `swift build -c release` or pass --exe")
     print(f"concurrency.py: {benchlib.load_note()}; {args.exe}", flush=True)

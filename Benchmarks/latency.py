@@ -4,9 +4,10 @@
 usage: Benchmarks/latency.py [--rate R | --find-max] [--seconds S] [--runs N] [--exe PATH]
                              [--consumer PROP=VALUE ...] [--producer PROP=VALUE ...] [--set KEY=JSON ...]
 
-Starts a broker (`pushworker dev --broker-only`, topics sized for the run) and `pushworker run --config
-FILE` with a noop worker (`newData`) for the records' type, waits until one warm-up record per partition
-has its result (the group's first join takes ~3 s on the mock), then produces R records/s for S seconds
+Starts a broker (`pushworker dev --broker-only`, topics with the fewest partitions the run's records fit
+in: the single-threaded mock's CPU grows with them, and at 22 partitions it, not pushworker, was the
+bottleneck) and `pushworker run --config FILE` with a noop worker (`newData`) for the records' type, waits
+until one warm-up record per partition has its result (the group's first join takes ~3 s on the mock), then produces R records/s for S seconds
 with an open-loop producer: record i is due at i/R s from the start, whatever pushworker does; each
 carries its send time (header `bench-sent-ns`, wall clock nanoseconds, and the same time in ms as its Kafka
 timestamp). Once every result is on the results topic it reads both topics and prints:
@@ -118,7 +119,8 @@ def search_sustainable(args, drained):
         figures = measure(probe, rate)
         ok = sustained(figures)
         print(f"find-max: {rate:,}/s {'sustained' if ok else 'not sustained'} (sent {figures['achieved']:,.0f}/s, "
-              f"results {figures['resultRate']:,.0f}/s, p99 {figures['latency'][2]:.0f} ms)", flush=True)
+              f"results {figures['resultRate']:,.0f}/s, p99 {figures['latency'][2]:.0f} ms, {figures['partitions']} partitions, "
+              f"CPU s pushworker {figures['runCpuSeconds']:.2f} broker {figures['brokerCpuSeconds']:.2f})", flush=True)
         if ok:
             low = rate
         else:
@@ -189,9 +191,13 @@ def measure(args, rate):
                 benchlib.fill(broker.bootstrap, partitions, partitions)
                 if benchlib.wait_for_results(worker, broker.bootstrap, partitions, partitions, timeout=60) < partitions:
                     benchlib.fail(f"warm-up results did not arrive; see {workdir}/run.log")
+                cpu_before = worker.usage()[0] if worker.alive() else float("nan")
+                broker_before = broker.cpu_seconds()
                 sent, first_ns, last_ns, lag_ms, acked = produce_open_loop(broker.bootstrap, rate, seconds, partitions, args.linger_ms)
                 seen = benchlib.wait_for_results(worker, broker.bootstrap, partitions, partitions + sent, timeout=60 + seconds)
                 cpu, hwm = worker.usage() if worker.alive() else (float("nan"), 0)
+                broker_cpu = broker.cpu_seconds() - broker_before
+                run_cpu = cpu - cpu_before
             finally:
                 code = worker.stop()
             if seen < partitions + sent:
@@ -237,7 +243,8 @@ def measure(args, rate):
         "rate": rate, "sent": sent, "seconds": seconds, "partitions": partitions,
         "achieved": sent / send_span if send_span > 0 else float("nan"),
         "resultRate": sent / ((last_result - first_ns / 1e6) / 1000),
-        "producerLagMs": lag_ms, "cpuSeconds": cpu, "peakRssMiB": hwm / 1024, "exit": code,
+        "producerLagMs": lag_ms, "cpuSeconds": cpu, "runCpuSeconds": run_cpu, "brokerCpuSeconds": broker_cpu,
+        "peakRssMiB": hwm / 1024, "exit": code,
         "latency": benchlib.percentiles(latencies), "taken": benchlib.percentiles(taken), "acked": benchlib.percentiles(acks), "fetched": benchlib.percentiles(fetched),
         "run": benchlib.percentiles(run), "publish": benchlib.percentiles(publish),
     }
@@ -258,7 +265,9 @@ def show(figures):
     print(row("    (input acked -> receivedAt)", figures["fetched"]))
     print(row("  receivedAt -> finishedAt", figures["run"]))
     print(row("  finishedAt -> result", figures["publish"]))
-    print(f"  pushworker: {figures['cpuSeconds']:.2f} CPU s, peak RSS {figures['peakRssMiB']:.0f} MiB, exit {figures['exit']}")
+    print(f"  pushworker: {figures['cpuSeconds']:.2f} CPU s ({figures['runCpuSeconds']:.2f} s while producing and "
+          f"until the last result; the broker {figures['brokerCpuSeconds']:.2f} s), peak RSS "
+          f"{figures['peakRssMiB']:.0f} MiB, exit {figures['exit']}")
 
 
 def main():
@@ -269,8 +278,8 @@ def main():
     ap.add_argument("--find-max", action="store_true", help="measure the maximum rate first, then latency at half of it")
     ap.add_argument("--max-records", type=int, default=200_000, help="records of the --find-max drain run (default 200000)")
     ap.add_argument("--search-steps", type=int, default=4, help="open-loop runs of the --find-max bisection (default 4)")
-    ap.add_argument("--search-seconds", type=float, default=4, help="length of each of them (default 4)")
-    ap.add_argument("--seconds", type=float, default=10, help="length of the open-loop run (default 10)")
+    ap.add_argument("--search-seconds", type=float, default=2, help="length of each of them (default 2)")
+    ap.add_argument("--seconds", type=float, default=3, help="length of the open-loop run (default 3: few records, few partitions)")
     ap.add_argument("--runs", type=int, default=1, help="repeat the latency run N times and print the median (default 1)")
     ap.add_argument("--partitions", type=int, help="partitions per topic (default: sized for the mock's 5 MiB limit)")
     ap.add_argument("--fetch-wait-ms", type=int, default=10, help="run's consumer fetch.wait.max.ms (default 10; the mock holds each Fetch this long; -1: not set, run's own default)")
@@ -282,6 +291,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the working folder (configurations, logs) and print its path")
     ap.add_argument("--json", action="store_true", help="also print each run's figures as one JSON line")
     args = ap.parse_args()
+    benchlib.stop_children_on_sigterm()
     if not os.access(args.exe, os.X_OK):
         benchlib.fail(f"{args.exe} is not an executable: build with `swift build -c release` or pass --exe")
     print(f"latency.py: {benchlib.load_note()}; {args.exe}", flush=True)
