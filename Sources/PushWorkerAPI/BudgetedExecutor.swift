@@ -64,13 +64,13 @@ public final class BudgetedExecutor: Sendable {
         // One object holds what the deadline and the worker's task share, and each closure captures it alone
         // (a closure capturing a single object reference needs no context of its own): per running job, one
         // allocation besides the task, instead of two closure contexts each holding a copy of the job.
+        // It is its own deadline entry, too.
         let budgeted = BudgetedRun(job: started, registered: registered, run: run, reporting: reporting, start: start,
                                    startedAtMs: WallClock.nowMs(), completion: completion)
         let timer = reporting.timer
-        let entry = timer.schedule(at: budgeted.job.deadline, budget: registered.budget) { budgeted.deadlineReached() }
-        budgeted.entry = entry
+        timer.schedule(budgeted)
         let task = Task { await budgeted.perform() }
-        if !run.attach(task, entry: entry) { timer.cancel(entry) }
+        if !run.attach(task, entry: budgeted) { timer.cancel(budgeted) }
     }
 
     /// Cuts `run` short (a fast stop): unless its outcome is already decided (the worker has returned or
@@ -101,13 +101,12 @@ public final class BudgetedExecutor: Sendable {
 
     static func format(_ ms: Double) -> String { ResultRecord.formatDuration(ms) }
 
-    /// One started run: the job, its worker, when it started and whom to tell. Shared by the run's deadline
-    /// entry and its task.
+    /// One started run: the job, its worker, when it started and whom to tell. It is the run's deadline entry
+    /// (``fire()`` at the job's deadline) and what its task runs.
     ///
-    /// `@unchecked Sendable`: every stored property is a `let` of a `Sendable` type except ``entry``, which is
-    /// written once by ``BudgetedExecutor/start(_:on:run:completion:)`` before the task that reads it is
-    /// created (task creation orders the write before the task's reads); the deadline action never reads it.
-    private final class BudgetedRun: @unchecked Sendable {
+    /// `@unchecked Sendable` (from ``DeadlineTimer/Entry``): its own stored properties are `let`s of
+    /// `Sendable` types; the entry's links are the timer's, guarded by its lock.
+    private final class BudgetedRun: DeadlineTimer.Entry, @unchecked Sendable {
         let job: Job
         let registered: RegisteredWorker
         let run: WorkerRun
@@ -115,8 +114,6 @@ public final class BudgetedExecutor: Sendable {
         let start: ContinuousClock.Instant
         let startedAtMs: Int64
         let completion: @Sendable (ExecutionReport) -> Void
-        /// The deadline entry, cancelled when the worker returns first.
-        var entry: DeadlineTimer.Entry?
 
         init(job: Job, registered: RegisteredWorker, run: WorkerRun, reporting: Reporting, start: ContinuousClock.Instant,
              startedAtMs: Int64, completion: @escaping @Sendable (ExecutionReport) -> Void) {
@@ -127,10 +124,13 @@ public final class BudgetedExecutor: Sendable {
             self.start = start
             self.startedAtMs = startedAtMs
             self.completion = completion
+            super.init(deadline: job.deadline, budget: registered.budget)
         }
 
-        /// The deadline fired (on the deadline thread): unless the worker returned first, cancels it and
-        /// reports `timeout`.
+        /// The deadline fired (on the deadline thread).
+        override func fire() { deadlineReached() }
+
+        /// Unless the worker returned first, cancels it and reports `timeout`.
         func deadlineReached() {
             guard run.claim() else { return }
             run.cancel()
@@ -155,7 +155,7 @@ public final class BudgetedExecutor: Sendable {
         private func returned(_ outcome: WorkerOutcome) {
             let end = ContinuousClock.now
             if run.finishAndClaim() {
-                if let entry { reporting.timer.cancel(entry) }
+                reporting.timer.cancel(self)
                 completion(ExecutionReport(
                     outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: WallClock.nowMs(),
                     durationMs: BudgetedExecutor.milliseconds(start.duration(to: end)), timedOut: false))
@@ -171,7 +171,7 @@ public final class BudgetedExecutor: Sendable {
             // budget running out: the deadline wins and the result is `timeout`.
             if ContinuousClock.now >= job.deadline - BudgetedExecutor.deadlineTolerance {
                 if run.finishAndClaim() {
-                    if let entry { reporting.timer.cancel(entry) }
+                    reporting.timer.cancel(self)
                     reporting.reportTimeout(job, on: registered, run: run, startedAtMs: startedAtMs, completion: completion)
                 }
                 return

@@ -6,7 +6,7 @@ import Synchronization
 /// `Task.sleep` creates a second task and a Dispatch timer source per call, and libdispatch keeps its timers
 /// in a heap re-sorted on each one: with 100 000 jobs sleeping at once that was about 2.5 KB and a timer
 /// heap update per job (`Benchmarks/concurrency.py`, docs/performance-latency.md). Here a sleep is one
-/// small object and one deadline entry, kept in a first-in first-out list per length (O(1) to add, fire
+/// small object, its own deadline entry, kept in a first-in first-out list per length (O(1) to add, fire
 /// and cancel). The thread (`pushworker-sleeps`) starts with the first sleep and lives as long as the process.
 package enum TimerSleep {
     /// The process-wide timer of these sleeps.
@@ -16,24 +16,27 @@ package enum TimerSleep {
     /// time), or until the task is cancelled.
     /// - Throws: `CancellationError` when the task is cancelled before or while it sleeps, as `Task.sleep` does.
     package static func sleep(for duration: Duration) async throws {
-        let sleeper = Sleeper()
+        let sleeper = Sleeper(for: duration)
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-                sleeper.begin(continuation, duration: duration, on: timer)
+                sleeper.begin(continuation, on: timer)
             }
         } onCancel: {
             sleeper.cancel(on: timer)
         }
     }
 
-    /// One sleep: its continuation until the timer or a cancellation resumes it, exactly once.
-    private final class Sleeper: Sendable {
+    /// One sleep: its continuation until the timer or a cancellation resumes it, exactly once. It is its own
+    /// deadline entry.
+    ///
+    /// `@unchecked Sendable` (from ``DeadlineTimer/Entry``): its own state is in a `Mutex`.
+    private final class Sleeper: DeadlineTimer.Entry, @unchecked Sendable {
         private enum Phase {
             /// Not begun yet (a cancellation may come first).
             case idle
-            /// The continuation waits; the entry once scheduled.
-            case sleeping(UnsafeContinuation<Void, any Error>, DeadlineTimer.Entry?)
-            /// Cancelled before it began: ``begin(_:duration:on:)`` resumes at once.
+            /// The continuation waits.
+            case sleeping(UnsafeContinuation<Void, any Error>)
+            /// Cancelled before it began: ``begin(_:on:)`` resumes at once.
             case cancelledEarly
             /// Resumed.
             case done
@@ -41,10 +44,15 @@ package enum TimerSleep {
 
         private let phase = Mutex(Phase.idle)
 
-        func begin(_ continuation: UnsafeContinuation<Void, any Error>, duration: Duration, on timer: DeadlineTimer) {
+        /// A sleep from now for `duration`.
+        init(for duration: Duration) {
+            super.init(deadline: .now.advanced(by: duration), budget: duration)
+        }
+
+        func begin(_ continuation: UnsafeContinuation<Void, any Error>, on timer: DeadlineTimer) {
             let cancelled = phase.withLock { phase -> Bool in
                 if case .cancelledEarly = phase { return true }
-                phase = .sleeping(continuation, nil)
+                phase = .sleeping(continuation)
                 return false
             }
             if cancelled {
@@ -52,21 +60,19 @@ package enum TimerSleep {
                 continuation.resume(throwing: CancellationError())
                 return
             }
-            // The action captures only this object: the entry needs no closure context of its own.
-            let entry = timer.schedule(at: .now.advanced(by: duration), budget: duration) { self.fire() }
-            let cancelNow = phase.withLock { phase -> Bool in
-                // Cancelled (or fired) meanwhile: the entry must not stay scheduled.
-                guard case .sleeping(let waiting, nil) = phase else { return true }
-                phase = .sleeping(waiting, entry)
+            timer.schedule(self)
+            // Cancelled meanwhile (the cancellation found nothing scheduled yet): it must not stay scheduled.
+            let resumed = phase.withLock { phase -> Bool in
+                if case .done = phase { return true }
                 return false
             }
-            if cancelNow { timer.cancel(entry) }
+            if resumed { timer.cancel(self) }
         }
 
         /// The time came (on the timer's thread).
-        private func fire() {
+        override func fire() {
             let continuation = phase.withLock { phase -> UnsafeContinuation<Void, any Error>? in
-                guard case .sleeping(let continuation, _) = phase else { return nil }
+                guard case .sleeping(let continuation) = phase else { return nil }
                 phase = .done
                 return continuation
             }
@@ -74,20 +80,21 @@ package enum TimerSleep {
         }
 
         func cancel(on timer: DeadlineTimer) {
-            let (continuation, entry) = phase.withLock { phase -> (UnsafeContinuation<Void, any Error>?, DeadlineTimer.Entry?) in
+            let continuation = phase.withLock { phase -> UnsafeContinuation<Void, any Error>? in
                 switch phase {
                 case .idle:
                     phase = .cancelledEarly
-                    return (nil, nil)
-                case .sleeping(let continuation, let entry):
+                    return nil
+                case .sleeping(let continuation):
                     phase = .done
-                    return (continuation, entry)
+                    return continuation
                 case .cancelledEarly, .done:
-                    return (nil, nil)
+                    return nil
                 }
             }
-            if let entry { timer.cancel(entry) }
-            continuation?.resume(throwing: CancellationError())
+            guard let continuation else { return }
+            timer.cancel(self)
+            continuation.resume(throwing: CancellationError())
         }
     }
 }
