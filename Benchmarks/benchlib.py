@@ -75,13 +75,13 @@ def load_note():
 class Broker:
     """`pushworker dev --broker-only`: one mock broker with the default topics, `partitions` each."""
 
-    def __init__(self, exe, partitions, workdir):
+    def __init__(self, exe, partitions, workdir, wrap=None):
         self.partitions = partitions
         config = os.path.join(workdir, "broker.json5")
         with open(config, "w") as f:
             json.dump({"dev": {"partitions": partitions}, "log": {"level": "warning"}}, f)
         self.log = open(os.path.join(workdir, "broker.log"), "w")
-        self.proc = subprocess.Popen([exe, "dev", "--broker-only", "--config", config],
+        self.proc = subprocess.Popen((wrap or []) + [exe, "dev", "--broker-only", "--config", config],
                                      stdout=subprocess.PIPE, stderr=self.log, text=True)
         line = self.proc.stdout.readline().strip()
         if not line.startswith("bootstrap.servers="):

@@ -28,7 +28,7 @@ half of it. Two steps: the drain rate (the topic filled with --max-records recor
 divided by the span from the first record taken, min receivedAt, to the last result's timestamp: pushworker
 alone on the machine), then a bisection between 1000/s and the drain rate with open-loop runs
 (--search-steps of --search-seconds each): a rate is sustained when the producer sent at it, results came at
-95 % of it or more, and p99 stayed under 1 s (no growing backlog). The load generator and the broker share
+98 % of it or more, and p99 stayed under 100 ms (no growing backlog). The load generator and the broker share
 the machine's cores, so the sustained rate is the lower one; it is the maximum the latency is measured at
 half of.
 
@@ -99,10 +99,11 @@ def find_max(args):
 
 
 def sustained(figures):
-    """Whether a run kept up: the producer sent at the rate, results came at the rate, and no backlog grew
-    (p99 under 1 s)."""
-    return (figures["achieved"] >= 0.97 * figures["rate"] and figures["resultRate"] >= 0.95 * figures["rate"]
-            and figures["latency"][2] < 1000)
+    """Whether a run kept up: the producer sent at the rate, results came at 98 % of it or more, and no
+    backlog grew (p99 under 100 ms: a backlog that grows for the whole run shows as latency rising from the
+    first records to the last, far past the mock's 10 ms Fetch hold)."""
+    return (figures["achieved"] >= 0.97 * figures["rate"] and figures["resultRate"] >= 0.98 * figures["rate"]
+            and figures["latency"][2] < 100)
 
 
 def search_sustainable(args, drained):
@@ -128,7 +129,7 @@ def search_sustainable(args, drained):
     return low
 
 
-def produce_open_loop(bootstrap, rate, seconds, partitions, linger_ms):
+def produce_open_loop(bootstrap, rate, seconds, partitions, linger_ms, acks=True):
     """Produces rate*seconds records, record i at i/rate s after the start. Returns (sent, first send ns,
     last send ns, the most the producer was ever behind its schedule in ms, {(partition, offset): when its
     delivery report was served, ns}; reports are served at least every ms, by poll(0) in the loop)."""
@@ -141,8 +142,12 @@ def produce_open_loop(bootstrap, rate, seconds, partitions, linger_ms):
         else:
             acked[(msg.partition(), msg.offset())] = time.time_ns()
 
-    producer = benchlib.Producer({"bootstrap.servers": bootstrap, "linger.ms": linger_ms,
-                                  "queue.buffering.max.messages": 1_000_000, "on_delivery": report})
+    settings = {"bootstrap.servers": bootstrap, "linger.ms": linger_ms, "queue.buffering.max.messages": 1_000_000,
+                "on_delivery": report}
+    if not acks:
+        # Delivery reports only for failures: no Python callback per record (less CPU in the load generator).
+        settings["delivery.report.only.error"] = True
+    producer = benchlib.Producer(settings)
     total = int(rate * seconds)
     value = benchlib.payload(0)
     start = time.perf_counter_ns()
@@ -182,10 +187,11 @@ def measure(args, rate):
     total = int(rate * seconds)
     partitions = args.partitions or benchlib.partitions_for(total)
     with benchlib.workdir(args, "pw-latency-") as workdir:
-        broker = benchlib.Broker(args.exe, partitions, workdir)
+        broker = benchlib.Broker(args.exe, partitions, workdir, wrap=["taskset", "-c", "0"] if args.pin else None)
         try:
             config = make_config(args, broker.bootstrap)
-            worker = benchlib.Worker(args.exe, config, workdir, wrap=args.wrap and args.wrap.split())
+            wrap = (["taskset", "-c", "1"] if args.pin else []) + (args.wrap.split() if args.wrap else [])
+            worker = benchlib.Worker(args.exe, config, workdir, wrap=wrap or None)
             try:
                 # Warm-up: one record per partition; the group's first join takes ~3 s on the mock.
                 benchlib.fill(broker.bootstrap, partitions, partitions)
@@ -193,7 +199,7 @@ def measure(args, rate):
                     benchlib.fail(f"warm-up results did not arrive; see {workdir}/run.log")
                 cpu_before = worker.usage()[0] if worker.alive() else float("nan")
                 broker_before = broker.cpu_seconds()
-                sent, first_ns, last_ns, lag_ms, acked = produce_open_loop(broker.bootstrap, rate, seconds, partitions, args.linger_ms)
+                sent, first_ns, last_ns, lag_ms, acked = produce_open_loop(broker.bootstrap, rate, seconds, partitions, args.linger_ms, acks=not args.no_acks)
                 seen = benchlib.wait_for_results(worker, broker.bootstrap, partitions, partitions + sent, timeout=60 + seconds)
                 cpu, hwm = worker.usage() if worker.alive() else (float("nan"), 0)
                 broker_cpu = broker.cpu_seconds() - broker_before
@@ -216,7 +222,7 @@ def measure(args, rate):
         for name, value in headers or []:
             if name == "bench-sent-ns":
                 sent_at[(partition, offset)] = int(value)
-    latencies, acks, fetched, taken, run, publish = [], [], [], [], [], []
+    latencies, acks, fetched, taken, run, publish, timeline = [], [], [], [], [], [], []
     last_result = 0
     for _, _, ts, kind, _, value in results:
         result = json.loads(value)
@@ -228,6 +234,7 @@ def measure(args, rate):
             benchlib.fail(f"result timestamp type {kind} is not CreateTime")
         received, finished = benchlib.iso_ms(result["receivedAt"]), benchlib.iso_ms(result["finishedAt"])
         latencies.append(ts - sent_ns / 1e6)
+        timeline.append((sent_ns, ts - sent_ns / 1e6, received - sent_ns / 1e6))
         taken.append(received - sent_ns / 1e6)
         ack_ns = acked.get((source["partition"], source["offset"]))
         if ack_ns is not None:
@@ -238,6 +245,18 @@ def measure(args, rate):
         last_result = max(last_result, ts)
     if len(latencies) != sent:
         benchlib.fail(f"{len(latencies)} results for {sent} records sent")
+    if args.timeline:
+        print("  timeline: by 100 ms of send time, max produce->result and max produce->receivedAt, ms")
+        buckets = {}
+        for sent_ns, latency, to_taken in timeline:
+            bucket = (sent_ns - first_ns) // 100_000_000
+            worst = buckets.get(bucket, (0, 0))
+            buckets[bucket] = (max(worst[0], latency), max(worst[1], to_taken))
+        line = []
+        for bucket in sorted(buckets):
+            line.append(f"{bucket / 10:4.1f}s {buckets[bucket][0]:5.0f}/{buckets[bucket][1]:<5.0f}")
+        for i in range(0, len(line), 6):
+            print("    " + "  ".join(line[i:i + 6]))
     send_span = (last_ns - first_ns) / 1e9
     figures = {
         "rate": rate, "sent": sent, "seconds": seconds, "partitions": partitions,
@@ -278,7 +297,7 @@ def main():
     ap.add_argument("--find-max", action="store_true", help="measure the maximum rate first, then latency at half of it")
     ap.add_argument("--max-records", type=int, default=200_000, help="records of the --find-max drain run (default 200000)")
     ap.add_argument("--search-steps", type=int, default=4, help="open-loop runs of the --find-max bisection (default 4)")
-    ap.add_argument("--search-seconds", type=float, default=2, help="length of each of them (default 2)")
+    ap.add_argument("--search-seconds", type=float, default=3, help="length of each of them (default 3)")
     ap.add_argument("--seconds", type=float, default=3, help="length of the open-loop run (default 3: few records, few partitions)")
     ap.add_argument("--runs", type=int, default=1, help="repeat the latency run N times and print the median (default 1)")
     ap.add_argument("--partitions", type=int, help="partitions per topic (default: sized for the mock's 5 MiB limit)")
@@ -289,9 +308,14 @@ def main():
     ap.add_argument("--set", action="append", metavar="KEY=JSON", help="a top-level key of run's configuration")
     ap.add_argument("--wrap", help="run pushworker under this command, e.g. 'heaptrack -o /tmp/ht' (profiling)")
     ap.add_argument("--keep", action="store_true", help="keep the working folder (configurations, logs) and print its path")
+    ap.add_argument("--timeline", action="store_true", help="print the worst latency per 100 ms of send time")
+    ap.add_argument("--no-acks", action="store_true", help="no delivery report per record in the load generator (less CPU; no send -> delivery report stage)")
+    ap.add_argument("--pin", action="store_true", help="pushworker on CPU 1, the broker and this load generator on CPU 0 (taskset)")
     ap.add_argument("--json", action="store_true", help="also print each run's figures as one JSON line")
     args = ap.parse_args()
     benchlib.stop_children_on_sigterm()
+    if args.pin:
+        os.sched_setaffinity(0, {0})
     if not os.access(args.exe, os.X_OK):
         benchlib.fail(f"{args.exe} is not an executable: build with `swift build -c release` or pass --exe")
     print(f"latency.py: {benchlib.load_note()}; {args.exe}", flush=True)
