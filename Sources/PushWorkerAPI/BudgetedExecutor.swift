@@ -60,46 +60,17 @@ public final class BudgetedExecutor: Sendable {
         guard !run.isClaimed else { return }
         var started = job
         let start = ContinuousClock.now
-        let startedAtMs = WallClock.nowMs()
         started.start(budget: registered.budget, at: start, worker: registered.name)
-        let job = started
-        let deadline = job.deadline
-        let reporting = self.reporting
+        // One object holds what the deadline and the worker's task share, and each closure captures it alone
+        // (a closure capturing a single object reference needs no context of its own): per running job, one
+        // allocation besides the task, instead of two closure contexts each holding a copy of the job.
+        // It is its own deadline entry, too.
+        let budgeted = BudgetedRun(job: started, registered: registered, run: run, reporting: reporting, start: start,
+                                   startedAtMs: WallClock.nowMs(), completion: completion)
         let timer = reporting.timer
-        let entry = timer.schedule(at: deadline, budget: registered.budget) {
-            guard run.claim() else { return }
-            run.cancel()
-            reporting.reportTimeout(job, on: registered, run: run, startedAtMs: startedAtMs, completion: completion)
-        }
-        let task = Task {
-            let outcome: WorkerOutcome
-            do {
-                outcome = try await registered.worker.perform(job)
-            } catch {
-                // An error at the deadline (an I/O timeout sized from `job.remaining`, a cancellation) is the
-                // budget running out: the deadline wins and the result is `timeout`.
-                if ContinuousClock.now >= deadline - Self.deadlineTolerance {
-                    if run.finishAndClaim() {
-                        timer.cancel(entry)
-                        reporting.reportTimeout(job, on: registered, run: run, startedAtMs: startedAtMs, completion: completion)
-                    }
-                    return
-                }
-                // A ``RetryableError`` says the failure may pass: the job runs again as its policy says.
-                outcome = .failed(.workerError, detail: String(describing: error), retryable: error is any RetryableError)
-            }
-            let end = ContinuousClock.now
-            if run.finishAndClaim() {
-                timer.cancel(entry)
-                completion(ExecutionReport(
-                    outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: WallClock.nowMs(),
-                    durationMs: Self.milliseconds(start.duration(to: end)), timedOut: false))
-            } else if deadline.duration(to: end) > reporting.grace && run.flagIgnoredCancellation() {
-                // Finished past the grace before the grace check ran (a busy deadline thread).
-                reporting.ignoredCancellation(job, on: registered, stillRunning: false, lateMs: Self.milliseconds(deadline.duration(to: end)))
-            }
-        }
-        if !run.attach(task, entry: entry) { timer.cancel(entry) }
+        timer.schedule(budgeted)
+        let task = Task { await budgeted.perform() }
+        if !run.attach(task, entry: budgeted) { timer.cancel(budgeted) }
     }
 
     /// Cuts `run` short (a fast stop): unless its outcome is already decided (the worker has returned or
@@ -130,15 +101,105 @@ public final class BudgetedExecutor: Sendable {
 
     static func format(_ ms: Double) -> String { ResultRecord.formatDuration(ms) }
 
+    /// One started run: the job, its worker, when it started and whom to tell. It is the run's deadline entry
+    /// (``fire()`` at the job's deadline) and what its task runs.
+    ///
+    /// `@unchecked Sendable` (from ``DeadlineTimer/Entry``): its own stored properties are `let`s of
+    /// `Sendable` types; the entry's links are the timer's, guarded by its lock.
+    private final class BudgetedRun: DeadlineTimer.Entry, @unchecked Sendable {
+        let job: Job
+        let registered: RegisteredWorker
+        let run: WorkerRun
+        let reporting: Reporting
+        let start: ContinuousClock.Instant
+        let startedAtMs: Int64
+        let completion: @Sendable (ExecutionReport) -> Void
+
+        init(job: Job, registered: RegisteredWorker, run: WorkerRun, reporting: Reporting, start: ContinuousClock.Instant,
+             startedAtMs: Int64, completion: @escaping @Sendable (ExecutionReport) -> Void) {
+            self.job = job
+            self.registered = registered
+            self.run = run
+            self.reporting = reporting
+            self.start = start
+            self.startedAtMs = startedAtMs
+            self.completion = completion
+            super.init(deadline: job.deadline, budget: registered.budget)
+        }
+
+        /// The deadline fired (on the deadline thread).
+        override func fire() { deadlineReached() }
+
+        /// Unless the worker returned first, cancels it and reports `timeout`.
+        func deadlineReached() {
+            guard run.claim() else { return }
+            run.cancel()
+            reporting.reportTimeout(job, on: registered, run: run, startedAtMs: startedAtMs, completion: completion)
+        }
+
+        /// Runs the worker (the run's task) and reports its outcome unless the deadline has claimed it.
+        ///
+        /// Kept to the one `await`, with what happens after it in synchronous methods: what is live across
+        /// the await is what the task allocates for this frame, and a task whose frames fit in its allocator's
+        /// first slab (about 1000 bytes) needs no second 1 KB slab.
+        @inline(never)
+        func perform() async {
+            do {
+                returned(try await registered.worker.perform(job))
+            } catch {
+                threw(error)
+            }
+        }
+
+        /// The worker returned `outcome`.
+        private func returned(_ outcome: WorkerOutcome) {
+            let end = ContinuousClock.now
+            if run.finishAndClaim() {
+                reporting.timer.cancel(self)
+                completion(ExecutionReport(
+                    outcome: outcome, startedAtMs: startedAtMs, finishedAtMs: WallClock.nowMs(),
+                    durationMs: BudgetedExecutor.milliseconds(start.duration(to: end)), timedOut: false))
+            } else if job.deadline.duration(to: end) > reporting.grace && run.flagIgnoredCancellation() {
+                // Finished past the grace before the grace check ran (a busy deadline thread).
+                reporting.ignoredCancellation(job, on: registered, stillRunning: false, lateMs: BudgetedExecutor.milliseconds(job.deadline.duration(to: end)))
+            }
+        }
+
+        /// The worker threw `error`.
+        private func threw(_ error: any Error) {
+            // An error at the deadline (an I/O timeout sized from `job.remaining`, a cancellation) is the
+            // budget running out: the deadline wins and the result is `timeout`.
+            if ContinuousClock.now >= job.deadline - BudgetedExecutor.deadlineTolerance {
+                if run.finishAndClaim() {
+                    reporting.timer.cancel(self)
+                    reporting.reportTimeout(job, on: registered, run: run, startedAtMs: startedAtMs, completion: completion)
+                }
+                return
+            }
+            // A ``RetryableError`` says the failure may pass: the job runs again as its policy says.
+            returned(.failed(.workerError, detail: String(describing: error), retryable: error is any RetryableError))
+        }
+    }
+
     /// The deadline timer, counters, observer and logger, and what a run reports through them when its
     /// budget runs out.
-    private struct Reporting: Sendable {
+    ///
+    /// A class: every ``BudgetedRun`` refers to the executor's one instance instead of holding a copy.
+    private final class Reporting: Sendable {
         let timer: DeadlineTimer
         let logger: PushWorkerLogger
         let counters: Counters
         let observer: (@Sendable (BudgetEvent) -> Void)?
         /// ``BudgetedExecutor/cancellationGrace``, or a longer one in tests that run on a loaded machine.
         let grace: Duration
+
+        init(timer: DeadlineTimer, logger: PushWorkerLogger, counters: Counters, observer: (@Sendable (BudgetEvent) -> Void)?, grace: Duration) {
+            self.timer = timer
+            self.logger = logger
+            self.counters = counters
+            self.observer = observer
+            self.grace = grace
+        }
 
         /// Reports `timeout` for a run whose outcome the caller has just claimed, and schedules the check for
         /// a worker that ignores its cancellation.
@@ -159,7 +220,7 @@ public final class BudgetedExecutor: Sendable {
             let deadline = job.deadline
             _ = timer.schedule(at: .now.advanced(by: grace), budget: grace) {
                 if run.isRunning && run.flagIgnoredCancellation() {
-                    ignoredCancellation(job, on: registered, stillRunning: true, lateMs: BudgetedExecutor.milliseconds(deadline.duration(to: .now)))
+                    self.ignoredCancellation(job, on: registered, stillRunning: true, lateMs: BudgetedExecutor.milliseconds(deadline.duration(to: .now)))
                 }
             }
             completion(ExecutionReport(

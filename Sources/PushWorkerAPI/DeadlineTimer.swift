@@ -9,19 +9,25 @@ import Foundation
 /// while holding `condition`'s lock.
 final class DeadlineTimer: @unchecked Sendable {
     /// A scheduled action. Its links are guarded by the timer's lock.
-    final class Entry: @unchecked Sendable {
+    ///
+    /// A subclass that overrides ``fire()`` is its own entry (``schedule(_:)``): an object that has to exist
+    /// for each job anyway (a running job, a sleep) then needs no second allocation for its deadline.
+    class Entry: @unchecked Sendable {
         let deadline: ContinuousClock.Instant
         let budget: Duration
-        let action: @Sendable () -> Void
+        private let action: (@Sendable () -> Void)?
         fileprivate var previous: Entry?
         fileprivate var next: Entry?
         fileprivate var linked = false
 
-        init(deadline: ContinuousClock.Instant, budget: Duration, action: @escaping @Sendable () -> Void) {
+        init(deadline: ContinuousClock.Instant, budget: Duration, action: (@Sendable () -> Void)? = nil) {
             self.deadline = deadline
             self.budget = budget
             self.action = action
         }
+
+        /// Runs at the deadline, on the timer's thread: the action given at creation, or a subclass's own.
+        func fire() { action?() }
     }
 
     private struct List {
@@ -39,15 +45,25 @@ final class DeadlineTimer: @unchecked Sendable {
     /// Beats each time the thread looks at its lists; ended once the thread has ended.
     private let heartbeat = Heartbeat()
 
-    init() {
+    /// Starts the timer's thread, named `threadName`.
+    init(threadName: String = "pushworker-deadlines") {
         let thread = Thread { [self] in self.loop() }
-        thread.name = "pushworker-deadlines"
+        thread.name = threadName
         thread.start()
     }
 
     /// Schedules `action` at `deadline`; `budget` names the list it joins.
     func schedule(at deadline: ContinuousClock.Instant, budget: Duration, _ action: @escaping @Sendable () -> Void) -> Entry {
         let entry = Entry(deadline: deadline, budget: budget, action: action)
+        schedule(entry)
+        return entry
+    }
+
+    /// Schedules `entry` (not scheduled before) at its deadline, in the list of its budget: its ``Entry/fire()``
+    /// runs then unless it is cancelled first.
+    func schedule(_ entry: Entry) {
+        let deadline = entry.deadline
+        let budget = entry.budget
         condition.lock()
         var list = lists[budget] ?? List()
         if let tail = list.tail {
@@ -63,7 +79,6 @@ final class DeadlineTimer: @unchecked Sendable {
             condition.signal()
         }
         condition.unlock()
-        return entry
     }
 
     /// How long ago the thread last looked for due deadlines (it does at least every ``idleWait``, and after
@@ -113,7 +128,7 @@ final class DeadlineTimer: @unchecked Sendable {
             if !due.isEmpty {
                 due.forEach(unlink)
                 condition.unlock()
-                for entry in due { entry.action() }
+                for entry in due { entry.fire() }
                 condition.lock()
                 continue
             }

@@ -144,8 +144,9 @@ public final class JobDispatcher: Sendable {
         var runningByWorker: [String: Int] = [:]
         var waiting = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
-        /// The jobs holding a slot, by their run.
-        var active: [ObjectIdentifier: Pending] = [:]
+        /// The jobs holding a slot, by their run: what cutting them short needs, not the whole job (with
+        /// 100 000 jobs running, whole ``Pending`` values made this table 170 MB).
+        var active: [ObjectIdentifier: ActiveRun] = [:]
         /// Set by ``JobDispatcher/stopNow()``: no job starts any more.
         var stopped = false
         /// Jobs waiting for their time (``Pending/dueNs``): retries holding their key, scheduled pushes.
@@ -222,16 +223,24 @@ public final class JobDispatcher: Sendable {
             var started = pending
             let run = WorkerRun()
             started.run = run
-            active[ObjectIdentifier(run)] = started
+            active[ObjectIdentifier(run)] = ActiveRun(started, run: run)
             return started
         }
 
         /// Frees the slot of `pending`, which has finished or been cut short.
         mutating func release(_ pending: Pending) {
+            freeSlot(run: pending.run, workerName: pending.worker.name, hasWorkerLimit: pending.worker.maxConcurrent != nil)
+        }
+
+        /// Frees the slot of `active`, which has been cut short.
+        mutating func release(_ active: ActiveRun) {
+            freeSlot(run: active.run, workerName: active.workerName, hasWorkerLimit: active.hasWorkerLimit)
+        }
+
+        private mutating func freeSlot(run: WorkerRun?, workerName name: String, hasWorkerLimit: Bool) {
             running -= 1
-            if let run = pending.run { active[ObjectIdentifier(run)] = nil }
-            let name = pending.worker.name
-            if pending.worker.maxConcurrent != nil {
+            if let run { active[ObjectIdentifier(run)] = nil }
+            if hasWorkerLimit {
                 runningByWorker[name, default: 1] -= 1
                 if runningByWorker[name] == 0 { runningByWorker[name] = nil }
             }
@@ -268,6 +277,24 @@ public final class JobDispatcher: Sendable {
                 toStart.append(markStarted(next))
             }
             return toStart
+        }
+    }
+
+    /// A job holding a slot (``State/active``): its run, where it came from, its key and its worker's name.
+    struct ActiveRun: Sendable {
+        var run: WorkerRun
+        var source: RecordSource
+        var key: [UInt8]?
+        var workerName: String
+        /// Whether the worker has a `maxConcurrent` (its running jobs are counted by name).
+        var hasWorkerLimit: Bool
+
+        init(_ pending: Pending, run: WorkerRun) {
+            self.run = run
+            source = pending.job.source
+            key = pending.job.key
+            workerName = pending.worker.name
+            hasWorkerLimit = pending.worker.maxConcurrent != nil
         }
     }
 
@@ -683,21 +710,21 @@ public final class JobDispatcher: Sendable {
     /// - Returns: the sources of the jobs taken back or cut short (none of them gets a result).
     @discardableResult
     public func cutShort(where matches: @Sendable (RecordSource) -> Bool) -> [RecordSource] {
-        let active = state.withLock { state -> [Pending] in
-            state.active.values.filter { matches($0.job.source) }
+        let active = state.withLock { state -> [ActiveRun] in
+            state.active.values.filter { matches($0.source) }
         }
         var sources = discardWaiting(where: matches)
-        let cut = active.filter { pending in pending.run.map { executor.abort($0) } ?? false }
-        sources += cut.map(\.job.source)
+        let cut = active.filter { executor.abort($0.run) }
+        sources += cut.map(\.source)
         guard !cut.isEmpty else { return sources }
         var timer: Int64?
         let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
             defer { timer = state.takeWake() }
-            for pending in cut {
-                state.release(pending)
+            for running in cut {
+                state.release(running)
                 // The key goes to the next job queued behind it (a record of another partition with the same
                 // key), or is freed: every matching waiting job has been taken back.
-                if let key = pending.job.key { state.passKey(key) }
+                if let key = running.key { state.passKey(key) }
             }
             let toStart = state.fillSlots(maxInFlight: maxInFlight)
             guard state.running == 0 && state.waiting == 0 else { return (toStart, []) }
