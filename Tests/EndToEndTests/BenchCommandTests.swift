@@ -37,9 +37,16 @@ struct BenchCommandTests {
         let rows = Self.rows(run.stdout)
         #expect(rows.map(\.name) == Self.stageNames + ["all stages"], "\(run.stdout)")
         let stages = rows.filter { $0.name != "all stages" }
+        // Two stages are differences of two measurements (route + dispatch less validate, produce less encode):
+        // with 2000 records, or under a sanitizer, they may come out as 0. The others are measured directly.
+        let differences: Set<String> = ["route + dispatch", "produce"]
         for stage in stages {
-            #expect(stage.nanoseconds > 0, "\(stage.name): \(run.stdout)")
-            #expect(stage.share > 0, "\(stage.name): \(run.stdout)")
+            if differences.contains(stage.name) {
+                #expect(stage.nanoseconds >= 0, "\(stage.name): \(run.stdout)")
+            } else {
+                #expect(stage.nanoseconds > 0, "\(stage.name): \(run.stdout)")
+                #expect(stage.share > 0, "\(stage.name): \(run.stdout)")
+            }
             // Plausible, not fast: 10 ms of CPU a record would be a unit mixed up, not a slow stage.
             #expect(stage.nanoseconds < 10_000_000, "\(stage.name): \(run.stdout)")
         }
