@@ -106,7 +106,7 @@ struct ConfigReader {
 
     func finish() throws {
         if let unknown = members.keys.sorted().first(where: { !used.contains($0) }) {
-            throw ConfigurationError(.unknownKey, key: key(unknown), "is not a known key (see the configuration reference in README.md)")
+            throw ConfigurationError(.unknownKey, key: key(unknown), "is not a known key (see docs/configuration.md)")
         }
     }
 }

@@ -17,8 +17,8 @@ import Synchronization
 ///   ``run()``.
 ///
 /// While ``run()`` runs, and when ``ServiceConfiguration/httpServer`` is enabled, an HTTP server serves
-/// `/metrics` (Prometheus text format), `/healthz` (liveness) and `/readyz` (readiness); see the README's
-/// "Metrics and health".
+/// `/metrics` (Prometheus text format), `/healthz` (liveness) and `/readyz` (readiness); see
+/// docs/metrics.md.
 public final class PushWorkerService: Sendable {
     private let configuration: ServiceConfiguration
     private let registry: WorkerRegistry
@@ -41,7 +41,7 @@ public final class PushWorkerService: Sendable {
         /// Results produced again because librdkafka reported them undelivered (never dropped).
         public var resultDeliveryRetries = 0
         /// Results and dead letters that could never be produced as they were and were replaced by a smaller
-        /// record (README "Delivery guarantees").
+        /// record (docs/guarantees.md).
         public var recordsReplaced = 0
         /// Rebalances seen (assignments, revocations and losses).
         public var rebalances = 0

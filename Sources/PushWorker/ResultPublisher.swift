@@ -625,8 +625,8 @@ final class ResultPublisher: Sendable {
                 metrics.replaced(kind: kind, stage: stageName)
                 onReplaced()
                 log(.error, "\(kind)-replaced", outgoing.isDeadLetter
-                        ? "a dead letter can never be produced as it is; a smaller stub replaces it (README \"Delivery guarantees\")"
-                        : "a result can never be produced as it is; a smaller one replaces it (README \"Delivery guarantees\")",
+                        ? "a dead letter can never be produced as it is; a smaller stub replaces it (docs/guarantees.md)"
+                        : "a result can never be produced as it is; a smaller one replaces it (docs/guarantees.md)",
                     error: error, topic: topic, outgoing: outgoing, extra: ["replacement": stageName])
                 back[outgoing.source, default: []].append(replacement)
                 replaced.insert(outgoing.source)
@@ -640,7 +640,7 @@ final class ResultPublisher: Sendable {
                 log(.warning, "transient-\(topic)", "cannot deliver \(what) yet; kept and produced again after a backoff",
                     error: error, topic: topic, outgoing: outgoing)
             case .topicRefused:
-                log(.error, "refused-\(topic)", "the topic refuses \(what); kept, and its input partition waits, until the topic accepts writes (check its ACLs and that it exists; README \"Delivery guarantees\")",
+                log(.error, "refused-\(topic)", "the topic refuses \(what); kept, and its input partition waits, until the topic accepts writes (check its ACLs and that it exists; docs/guarantees.md)",
                     error: error, topic: topic, outgoing: outgoing)
             case .fatal:
                 log(.error, "fatal-\(topic)", "the producer can no longer produce; \(what) is kept; restart pushworker",

@@ -4,7 +4,7 @@ import PushWorkerKafka
 /// Everything `pushworker run` needs, with the defaults the contract names.
 ///
 /// Loaded from a JSON5 file (JSON with comments, unquoted keys and trailing commas) by
-/// ``ServiceConfiguration/load(path:environment:)``; see the README's configuration reference.
+/// ``ServiceConfiguration/load(path:environment:)``; see docs/configuration.md.
 public struct ServiceConfiguration: Sendable, Equatable {
     /// librdkafka properties for both the consumer and the results producer (`bootstrap.servers`, security
     /// settings, …), passed through unchanged. Default: `bootstrap.servers=localhost:9092`.

@@ -3,8 +3,8 @@ import PushWorkerKafka
 import PushWorkerMetrics
 import Synchronization
 
-/// The service's Prometheus metrics (names are fixed: operators' alerts use them; README "Metrics and
-/// health" lists them). One instance per ``PushWorkerService/run()``.
+/// The service's Prometheus metrics (names are fixed: operators' alerts use them; docs/metrics.md
+/// lists them). One instance per ``PushWorkerService/run()``.
 ///
 /// Label cardinality is bounded: `type` is a registered worker type, `""` when the payload had none, or
 /// `(unregistered)` for anything else read from input; `reason` takes at most
