@@ -9,7 +9,7 @@
 # crashing inputs to .build-fuzz/artifacts/. Prints the executions per target; exits non-zero if any target
 # crashed, broke an invariant, leaked, hung or ran out of memory. Reproduce a crash with
 #   .build-fuzz/debug/TARGET .build-fuzz/artifacts/TARGET-crash-…
-# Extra libFuzzer flags can be passed in FUZZ_FLAGS (e.g. FUZZ_FLAGS="-jobs=2 -workers=2").
+# Targets run FUZZ_PARALLEL at a time (default 2). Extra libFuzzer flags can be passed in FUZZ_FLAGS.
 set -euo pipefail
 cd "$(dirname "$0")"
 fuzz_dir=$PWD
@@ -32,28 +32,49 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 declare -A max_len=([FuzzPayloadValidator]=5000 [FuzzConfiguration]=8192 [FuzzHTTPOutcome]=4096)
 declare -A dict=([FuzzAPNsExpiration]=headers.dict [FuzzTraceContext]=headers.dict [FuzzExecOutcome]=headers.dict)
 mkdir -p "$scratch/artifacts" "$scratch/logs"
-failed=()
-summary=()
+# Build every target first (one scratch path, so each build after the first is incremental), then run them
+# FUZZ_PARALLEL at a time (default 2: one per core of the CI machine), each writing its own log.
 for target in "${targets[@]}"; do
     [[ -d "Corpus/$target" ]] || { echo "unknown target $target (known: ${all[*]})" >&2; exit 2; }
+done
+for target in "${targets[@]}"; do
     start=$SECONDS
     swift build --product "$target" -Xswiftc -sanitize=fuzzer,address --scratch-path "$scratch" 2>&1 \
         | grep -v -e "Cannot export local symbol" -e '^\[[0-9]*/[0-9]*\] Compiling' || true
-    binary="$scratch/debug/$target"
-    [[ -x "$binary" ]] || { echo "build of $target failed" >&2; exit 1; }
-    built=$((SECONDS - start))
+    [[ -x "$scratch/debug/$target" ]] || { echo "build of $target failed" >&2; exit 1; }
+    echo "== $target: built in $((SECONDS - start))s"
     mkdir -p "$scratch/corpus/$target"
-    log="$scratch/logs/$target.log"
-    echo "== $target: fuzzing for ${seconds}s (built in ${built}s; log $log)"
-    status=0
+done
+
+# Runs one target for $seconds; its exit status goes to $scratch/logs/TARGET.status.
+fuzz_one() {
+    local target=$1 status=0
+    local log="$scratch/logs/$target.log"
+    echo "== $target: fuzzing for ${seconds}s (log $log)"
     # shellcheck disable=SC2086
-    "$binary" -max_total_time="$seconds" -timeout=30 -max_len="${max_len[$target]:-1024}" \
+    "$scratch/debug/$target" -max_total_time="$seconds" -timeout=30 -max_len="${max_len[$target]:-1024}" \
         -dict="$fuzz_dir/${dict[$target]:-json.dict}" -print_final_stats=1 \
         -artifact_prefix="$scratch/artifacts/$target-" ${FUZZ_FLAGS:-} \
         "$scratch/corpus/$target" "$fuzz_dir/Corpus/$target" >"$log" 2>&1 || status=$?
+    echo "$status" >"$scratch/logs/$target.status"
+}
+parallel=${FUZZ_PARALLEL:-2}
+running=0
+for target in "${targets[@]}"; do
+    if [[ $running -ge $parallel ]]; then wait -n || true; running=$((running - 1)); fi
+    fuzz_one "$target" &
+    running=$((running + 1))
+done
+wait
+
+failed=()
+summary=()
+for target in "${targets[@]}"; do
+    log="$scratch/logs/$target.log"
+    status=$(cat "$scratch/logs/$target.status" 2>/dev/null || echo "no status")
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     corpus=$(find "$scratch/corpus/$target" -type f | wc -l)
-    if [[ $status -ne 0 ]]; then
+    if [[ $status != 0 ]]; then
         failed+=("$target")
         grep -E -A12 "INVARIANT BROKEN|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|Fatal error|ALARM|==[0-9]+== ERROR" "$log" | head -60 || true
         grep -E "^artifact_prefix|Test unit written to" "$log" || true
