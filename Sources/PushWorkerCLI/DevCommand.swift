@@ -25,6 +25,12 @@ struct DevCommand {
       --brokers N       brokers in the embedded cluster (default 1)
     """
 
+    /// The file `dev` reads when neither `--config` nor `$PUSHWORKER_CONFIG` names one:
+    /// `config/pushworker.json5` in the working directory, if it exists.
+    static var defaultConfigPath: String? {
+        FileManager.default.fileExists(atPath: "config/pushworker.json5") ? "config/pushworker.json5" : nil
+    }
+
     func execute(_ arguments: [String]) async throws {
         var parser = ArgumentParser(command: "dev", options: [
             .init(name: "config", takesValue: true), .init(name: "broker-only", takesValue: false),
@@ -33,13 +39,15 @@ struct DevCommand {
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
         let brokers = try parser.int("brokers", in: 1...9) ?? 1
-        let fallback = FileManager.default.fileExists(atPath: "config/pushworker.json5") ? "config/pushworker.json5" : nil
-        var (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: nil, fallbackPath: fallback)
+        var (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: nil, fallbackPath: Self.defaultConfigPath)
         PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         let logger = PushWorkerLogger(label: "pushworker.dev")
         logger.info("configuration loaded", metadata: ["source": source])
         // Routes and Swift workers' own settings are checked before anything starts or is printed.
         let registry = parser.has("broker-only") ? nil : try commandLine.makeRegistry(configuration)
+        if let registry, let problem = PushWorkerCommandLine.noWorkersProblem(registry, source: source) {
+            logger.warning("\(problem)")
+        }
         let cluster = try EmbeddedKafkaCluster(brokers: brokers, logHandler: PushWorkerLogger(label: "pushworker.embedded-cluster").kafkaLogHandler)
         defer { cluster.shutdown() }
         let replication = min(brokers, 3)

@@ -33,11 +33,11 @@ struct ProduceCommand {
 
     func execute(_ arguments: [String]) async throws {
         var parser = ArgumentParser(command: "produce", options: [
-            .init(name: "bootstrap-servers", takesValue: true), .init(name: "topic", takesValue: true),
+            .bootstrapServers, .init(name: "topic", takesValue: true),
             .init(name: "type", takesValue: true), .init(name: "set", takesValue: true, repeatable: true),
             .init(name: "key", takesValue: true), .init(name: "header", takesValue: true, repeatable: true),
             .init(name: "count", takesValue: true), .init(name: "rate", takesValue: true), .init(name: "file", takesValue: true),
-            .init(name: "timeout", takesValue: true),
+            .init(name: "timeout", takesValue: true), .init(name: "verbose", takesValue: false, short: "v"),
         ])
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
@@ -54,14 +54,20 @@ struct ProduceCommand {
         }
         let key = parser.value("key").map { Array($0.utf8) }
         let values: [[UInt8]]
+        // What --verbose calls each value: its line number in the file, or nothing for a built payload.
+        var lineNumbers: [Int]? = nil
         if let file = parser.value("file") {
             if parser.value("type") != nil || !parser.all("set").isEmpty {
                 throw CommandLineError(.usage, "pushworker produce: --file sends lines as they are; it cannot be combined with --type or --set")
             }
-            values = try Self.readLines(file)
+            let input = InputLines(try InputLines.read(file, command: "produce"))
+            input.warnings(file: file == "-" ? "stdin" : file).forEach(Output.error)
+            values = input.lines.map(\.value)
+            lineNumbers = input.lines.map(\.number)
         } else {
             values = [try PayloadBuilder.build(type: parser.value("type"), sets: parser.all("set"))]
         }
+        let verbose = parser.has("verbose")
         let producer = try KafkaProducer(
             configuration: KafkaConfiguration(["bootstrap.servers": servers, "message.timeout.ms": String(Int(timeout * 1000))]),
             logHandler: PushWorkerLogger(label: "pushworker.produce").kafkaLogHandler)
@@ -72,7 +78,7 @@ struct ProduceCommand {
         var sent = 0
         try await withThrowingTaskGroup(of: Void.self) { group in
             for round in 0..<count {
-                for value in values {
+                for (index, value) in values.enumerated() {
                     if let interval {
                         let due = start.advanced(by: .seconds(interval * Double(sent)))
                         if due > .now { try await Task.sleep(until: due, clock: .continuous) }
@@ -80,13 +86,16 @@ struct ProduceCommand {
                     let record = KafkaOutgoingRecord(topic: topic, key: key, value: value, headers: headers)
                     // A bounded window of sends awaiting their acknowledgement.
                     if sent >= 10_000 { try await group.next() }
+                    let label = lineNumbers.map { "line \($0[index])" + (count > 1 ? " (round \(round + 1))" : "") } ?? "record \(sent + 1)"
                     group.addTask {
                         let report = try await producer.send(record)
                         counts.add(report.error)
+                        if verbose {
+                            Output.line(report.error.map { "\(label): failed: \($0.message)" } ?? "\(label): \(report.topicPartition.topic) partition \(report.topicPartition.partition) offset \(report.offset)")
+                        }
                     }
                     sent += 1
                 }
-                _ = round
             }
             try await group.waitForAll()
         }
@@ -102,20 +111,5 @@ struct ProduceCommand {
         if let servers = parser.value("bootstrap-servers"), !servers.isEmpty { return servers }
         if let servers = ProcessInfo.processInfo.environment["PUSHWORKER_BOOTSTRAP_SERVERS"], !servers.isEmpty { return servers }
         throw CommandLineError(.usage, "pushworker \(command): --bootstrap-servers HOSTS is required (or set PUSHWORKER_BOOTSTRAP_SERVERS); 'pushworker dev' prints it on its first line")
-    }
-
-    static func readLines(_ file: String) throws -> [[UInt8]] {
-        let data: Data
-        if file == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let contents = FileManager.default.contents(atPath: file) else {
-                throw CommandLineError(.failure, "pushworker produce: cannot read \(file)")
-            }
-            data = contents
-        }
-        return data.split(separator: 0x0A, omittingEmptySubsequences: true)
-            .map { line in Array(line.last == 0x0D ? line.dropLast() : line) }
-            .filter { !$0.isEmpty }
     }
 }

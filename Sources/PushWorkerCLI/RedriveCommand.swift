@@ -43,7 +43,7 @@ struct RedriveCommand {
 
     func execute(_ arguments: [String]) async throws {
         var parser = ArgumentParser(command: "redrive", options: [
-            .init(name: "config", takesValue: true), .init(name: "bootstrap-servers", takesValue: true),
+            .init(name: "config", takesValue: true), .bootstrapServers,
             .init(name: "topic", takesValue: true), .init(name: "to", takesValue: true),
             .init(name: "group", takesValue: true), .init(name: "count", takesValue: true),
             .init(name: "timeout", takesValue: true), .init(name: "dry-run", takesValue: false),

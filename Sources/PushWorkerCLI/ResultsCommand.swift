@@ -24,7 +24,7 @@ struct ResultsCommand {
 
     func execute(_ arguments: [String]) async throws {
         var parser = ArgumentParser(command: "results", options: [
-            .init(name: "bootstrap-servers", takesValue: true), .init(name: "topic", takesValue: true),
+            .bootstrapServers, .init(name: "topic", takesValue: true),
             .init(name: "from-beginning", takesValue: false), .init(name: "count", takesValue: true),
             .init(name: "timeout", takesValue: true), .init(name: "follow", takesValue: false),
         ])
