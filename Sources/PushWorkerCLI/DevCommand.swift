@@ -56,6 +56,16 @@ struct DevCommand {
             try cluster.createTopic(topic, partitions: configuration.devPartitions, replicationFactor: replication)
         }
         Output.line("bootstrap.servers=\(cluster.bootstrapServers)")
+        // The address for produce/results/redrive in another terminal (the mock cluster's port changes each
+        // start); removed again when this dev stops.
+        var bootstrapFile: String?
+        do {
+            bootstrapFile = try DevBootstrapFile.write(servers: cluster.bootstrapServers)
+        } catch {
+            logger.warning("cannot leave the cluster's address for other commands", metadata: ["error": "\(error)"])
+        }
+        defer { bootstrapFile.map(DevBootstrapFile.remove) }
+        if let bootstrapFile { logger.info("cluster address written for produce, results and redrive", metadata: ["file": bootstrapFile]) }
         logger.info("embedded Kafka cluster started", metadata: [
             "bootstrap.servers": cluster.bootstrapServers, "brokers": String(brokers),
             "topics": topics.joined(separator: ","),

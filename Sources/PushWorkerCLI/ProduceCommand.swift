@@ -41,7 +41,8 @@ struct ProduceCommand {
         ])
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
-        let servers = try Self.bootstrapServers(parser, command: "produce")
+        let address = try BrokerAddress.resolve(flag: parser.value("bootstrap-servers"), command: "produce")
+        let servers = address.servers
         let topic = parser.value("topic") ?? "pushes"
         let count = try parser.int("count", in: 1...100_000_000) ?? 1
         let rate = try parser.double("rate", in: 0.001...10_000_000)
@@ -68,6 +69,7 @@ struct ProduceCommand {
             values = [try PayloadBuilder.build(type: parser.value("type"), sets: parser.all("set"))]
         }
         let verbose = parser.has("verbose")
+        try await address.check(command: "produce")
         let producer = try KafkaProducer(
             configuration: KafkaConfiguration(["bootstrap.servers": servers, "message.timeout.ms": String(Int(timeout * 1000))]),
             logHandler: PushWorkerLogger(label: "pushworker.produce").kafkaLogHandler)
@@ -105,11 +107,5 @@ struct ProduceCommand {
         if failed > 0 || delivered != total {
             throw CommandLineError(.failure, "pushworker produce: \(failed) of \(total) records were not delivered\(firstError.map { ": \($0)" } ?? "")")
         }
-    }
-
-    static func bootstrapServers(_ parser: ArgumentParser, command: String) throws -> String {
-        if let servers = parser.value("bootstrap-servers"), !servers.isEmpty { return servers }
-        if let servers = ProcessInfo.processInfo.environment["PUSHWORKER_BOOTSTRAP_SERVERS"], !servers.isEmpty { return servers }
-        throw CommandLineError(.usage, "pushworker \(command): --bootstrap-servers HOSTS is required (or set PUSHWORKER_BOOTSTRAP_SERVERS); 'pushworker dev' prints it on its first line")
     }
 }

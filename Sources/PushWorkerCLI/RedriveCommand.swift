@@ -53,7 +53,16 @@ struct RedriveCommand {
         let count = try parser.int("count", in: 1...Int.max) ?? .max
         let timeout = try parser.double("timeout", in: 0.1...86_400) ?? 10
         let dryRun = parser.has("dry-run")
-        let (configuration, _) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
+        let (loaded, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
+        var configuration = loaded
+        // A configuration file's brokers (or PUSHWORKER_KAFKA_BOOTSTRAP_SERVERS) win over a running dev's
+        // address; the built-in default localhost:9092 does not.
+        let environment = ProcessInfo.processInfo.environment
+        let configured = source != "built-in defaults" || environment["PUSHWORKER_KAFKA_BOOTSTRAP_SERVERS"]?.isEmpty == false
+            ? configuration.kafka["bootstrap.servers"] : nil
+        let address = (try? BrokerAddress.resolve(flag: parser.value("bootstrap-servers"), command: "redrive", configured: configured))
+            ?? BrokerAddress(servers: configuration.kafka["bootstrap.servers"] ?? "localhost:9092", origin: "the built-in default")
+        configuration.kafka["bootstrap.servers"] = address.servers
         PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         for option in ["topic", "to", "group"] where parser.value(option)?.isEmpty == true {
             throw CommandLineError(.usage, "pushworker redrive: --\(option) needs a non-empty value")
@@ -73,6 +82,7 @@ struct RedriveCommand {
         if target == configuration.resultsTopic {
             throw CommandLineError(.usage, "pushworker redrive: --to \(configuration.resultsTopic) is the results topic; send dead letters back to an input topic")
         }
+        try await address.check(command: "redrive", properties: configuration.kafka)
         let group = parser.value("group") ?? "\(configuration.groupId)-redrive"
         var consumerProperties = configuration.kafka.merging(configuration.consumer)
         consumerProperties["group.id"] = group

@@ -30,12 +30,14 @@ struct ResultsCommand {
         ])
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
-        let servers = try ProduceCommand.bootstrapServers(parser, command: "results")
+        let address = try BrokerAddress.resolve(flag: parser.value("bootstrap-servers"), command: "results")
+        let servers = address.servers
         let topic = parser.value("topic") ?? "push-results"
         let count = try parser.int("count", in: 1...Int.max)
         let timeout = try parser.double("timeout", in: 0...86_400 * 365) ?? 10
         let follow = parser.has("follow")
         let fromBeginning = parser.has("from-beginning")
+        try await address.check(command: "results")
         let stop = StopFlag()
         let watcher = SignalWatcher { stop.set() }
         defer { withExtendedLifetime(watcher) {} }

@@ -25,7 +25,9 @@ final class KafkaClient: @unchecked Sendable {
             ))
         }
         rd_kafka_conf_set_error_cb(conf) { rk, err, reason, _ in
-            guard let callbacks = KafkaCallbacks.from(rk), let log = callbacks.log else { return }
+            guard let callbacks = KafkaCallbacks.from(rk) else { return }
+            callbacks.error?(rd_kafka_resp_err_t(rawValue: err), reason.map { String(cString: $0) } ?? "")  // NUL-safe: librdkafka's own text (names, errors, versions)
+            guard let log = callbacks.log else { return }
             let name = String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: err)))  // NUL-safe: librdkafka's own text (names, errors, versions)
             log(KafkaLogMessage(
                 severity: 3,
