@@ -16,6 +16,10 @@ struct DevCommand {
     The service's consumer gets fetch.wait.max.ms=10 unless the configuration sets it: the embedded broker
     answers a fetch that finds no new record only after fetch.wait.max.ms (a real broker answers as soon
     as a record arrives), so librdkafka's 500 ms would delay each result by up to half a second.
+    The cluster's port changes each start (librdkafka 2.0.2's mock cluster has no fixed port): while dev runs,
+    its address is also in $XDG_RUNTIME_DIR/pushworker/dev-bootstrap (else ~/.pushworker/dev-bootstrap;
+    $PUSHWORKER_DEV_BOOTSTRAP_FILE names another file, empty: none), which produce, results and redrive read
+    when no --bootstrap-servers is given. A configuration without workers starts with a warning.
 
     Options:
       --config FILE     JSON5 configuration (default: $PUSHWORKER_CONFIG, else config/pushworker.json5 if it

@@ -6,16 +6,20 @@ import Synchronization
 /// `pushworker produce`: sends APNs-style background payloads built from flags, or JSONL lines as they are.
 struct ProduceCommand {
     static let help = """
-    Usage: pushworker produce --bootstrap-servers HOSTS [--topic T] [--type T] [--set KEY=VALUE]...
+    Usage: pushworker produce [--bootstrap-servers HOSTS] [--topic T] [--type T] [--set KEY=VALUE]...
                               [--key K] [--header K=V]... [--count N] [--rate PER_SEC] [--file FILE or -]
-                              [--timeout SECONDS]
+                              [--timeout SECONDS] [--verbose]
 
     Builds {"aps":{"content-available":1},"type":T,KEY:VALUE,...} and sends it COUNT times, or sends each
-    non-empty line of FILE (or stdin with '-') as the record value exactly as written. Prints how many
-    records were delivered and how many failed; exits 1 if any failed.
+    non-empty line of FILE (or stdin with '-') as the record value exactly as written; a line that is not a
+    JSON object (it will get failed/invalidPayload) is sent too, with a warning naming its line number on
+    stderr. Prints how many records were delivered and how many failed; exits 1 if any failed. When no
+    broker answers at HOSTS it exits 1 within moments, before sending anything.
 
     Options:
-      --bootstrap-servers HOSTS   Kafka brokers (default: $PUSHWORKER_BOOTSTRAP_SERVERS)
+      -b, --bootstrap-servers HOSTS   Kafka brokers (also --bootstrap-server; default:
+                                  $PUSHWORKER_BOOTSTRAP_SERVERS, else the address a running
+                                  'pushworker dev' leaves in its bootstrap file)
       --topic T                   topic (default: pushes)
       --type T                    the payload's "type"
       --set KEY=VALUE             a payload key; VALUE is used as JSON when it parses as JSON (42, true,
@@ -29,6 +33,8 @@ struct ProduceCommand {
       --file FILE                 send the lines of FILE ('-' for stdin) instead of building a payload
       --timeout SECONDS           how long a record may wait for the broker before it counts as failed
                                   (librdkafka message.timeout.ms; default 30)
+      -v, --verbose               print where each record went: 'line L: TOPIC partition P offset O'
+                                  ('record N: ...' without --file), as the broker acknowledges them
     """
 
     func execute(_ arguments: [String]) async throws {

@@ -24,7 +24,9 @@ struct RedriveCommand {
       --config FILE               JSON5 configuration: Kafka properties (security included), the
                                   dead-letter topic and the group id (default: $PUSHWORKER_CONFIG, else
                                   built-in defaults)
-      --bootstrap-servers HOSTS   Kafka brokers (overrides the file and $PUSHWORKER_BOOTSTRAP_SERVERS)
+      -b, --bootstrap-servers HOSTS   Kafka brokers (also --bootstrap-server; overrides the file and
+                                  $PUSHWORKER_BOOTSTRAP_SERVERS; without them and without --config,
+                                  the address a running 'pushworker dev' leaves in its bootstrap file)
       --topic T                   the dead-letter topic (default: deadLetter.topic of the configuration)
       --to TOPIC                  send every dead letter to TOPIC instead of its source topic (also
                                   records without a pushworker-source-topic header, which otherwise

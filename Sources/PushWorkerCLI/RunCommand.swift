@@ -18,7 +18,7 @@ struct RunCommand {
 
     Options:
       --config FILE               JSON5 configuration (default: $PUSHWORKER_CONFIG, else built-in defaults)
-      --bootstrap-servers HOSTS   Kafka brokers, host:port[,host:port] (overrides the file and
+      -b, --bootstrap-servers HOSTS   Kafka brokers, host:port[,host:port] (also --bootstrap-server; overrides the file and
                                   $PUSHWORKER_BOOTSTRAP_SERVERS)
     """
 
