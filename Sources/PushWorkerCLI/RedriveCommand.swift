@@ -84,7 +84,7 @@ struct RedriveCommand {
         if target == configuration.resultsTopic {
             throw CommandLineError(.usage, "pushworker redrive: --to \(configuration.resultsTopic) is the results topic; send dead letters back to an input topic")
         }
-        try await address.check(command: "redrive", properties: configuration.kafka)
+        try await address.check(command: "redrive", properties: configuration.kafka, timeout: .milliseconds(Int64(min(timeout, 10) * 1000)))
         let group = parser.value("group") ?? "\(configuration.groupId)-redrive"
         var consumerProperties = configuration.kafka.merging(configuration.consumer)
         consumerProperties["group.id"] = group
