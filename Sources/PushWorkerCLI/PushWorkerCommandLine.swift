@@ -83,11 +83,12 @@ public struct PushWorkerCommandLine: Sendable {
         var options = Array(rest.dropFirst())
         // `pushworker help produce` is `pushworker produce --help`.
         if command == "help", let named = options.first {
-            guard Self.commands.contains(named), named != "help", named != "version" else {
+            guard Self.commands.contains(named) else {
                 Output.error("pushworker help: unknown command '\(named)'\(Self.commandHint(named)); run 'pushworker --help' for the list")
                 return 2
             }
-            command = named
+            // `help help` and `help version` are the overview.
+            command = named == "help" || named == "version" ? "help" : named
             options = ["--help"]
         }
         if !Self.gracefulCommands.contains(command) || options.contains("--help") || options.contains("-h") {

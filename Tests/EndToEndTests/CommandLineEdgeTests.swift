@@ -95,6 +95,9 @@ struct CommandLineEdgeTests {
             #expect(help.status == 0)
             #expect(help.stdout == short.stdout)
         }
+        let overview = try await runPushworker(["help", "help"])
+        #expect(overview.status == 0)
+        #expect(overview.stdout.first?.hasPrefix("pushworker: runs silent-push jobs") == true)
         let command = try await runPushworker(["reslts"])
         #expect(command.status == 2)
         #expect(command.stderr.contains("unknown command 'reslts' (did you mean 'results'?)"))
