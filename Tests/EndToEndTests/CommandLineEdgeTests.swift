@@ -35,6 +35,12 @@ struct CommandLineEdgeTests {
         let forDev = try await runPushworker(["check-config", "--config", config, "--for", "dev"])
         #expect(forDev.status == 0)
         #expect(forDev.stderr.contains("warning: no workers in the configuration"))
+        // dev starts anyway (a sandbox to try things in), with the same words as a warning.
+        let dev = try startPushworker(["dev", "--config", config])
+        #expect(try await dev.waitForLines(1)[0].hasPrefix("bootstrap.servers="))
+        #expect(dev.stderr.contains("warning [pushworker.dev] no workers in the configuration (\(config))"), "\(dev.stderr)")
+        dev.signal(SIGTERM)
+        #expect(try await dev.waitForExit(timeout: .seconds(30)) == 0)
     }
 
     @Test func produceResultsAndRedriveWithoutABrokerFailInMoments() async throws {
