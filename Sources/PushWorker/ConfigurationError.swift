@@ -19,7 +19,8 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
 
     /// The kind of failure.
     public var code: Code
-    /// The key path at fault, e.g. `workers.ping.delayMs`, or `nil` for the whole file.
+    /// The key path at fault, e.g. `workers.ping.delayMs` (for a syntax error: of the member being read
+    /// where the error is), or `nil` for the whole file.
     public var key: String?
     /// What is wrong and what to do.
     public var message: String
@@ -31,8 +32,10 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
         self.message = message
     }
 
+    /// `config key 'KEY': MESSAGE`, or the message alone for the whole file and for syntax errors (whose
+    /// message gives the line, column and key path itself).
     public var description: String {
-        if let key { return "config key '\(key)': \(message)" }
+        if let key, code != .syntax { return "config key '\(key)': \(message)" }
         return message
     }
 }

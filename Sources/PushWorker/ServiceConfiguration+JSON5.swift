@@ -2,6 +2,21 @@ import Foundation
 import PushWorkerCore
 
 extension ServiceConfiguration {
+    /// The error for a document `JSONDecoder` refused: the line, column and key path of the first problem
+    /// (``JSON5SyntaxLocator``), e.g. `config/pushworker.json5 is not valid JSON5: line 3, column 3 (at
+    /// groupId): expected ',' or '}' after the value of 'groupId', found 'w'`; the decoder's own text when
+    /// the locator finds none. `data` is valid UTF-8 here.
+    static func syntaxError(in data: Data, file: String, decoderError: any Error) -> ConfigurationError {
+        if let problem = JSON5SyntaxLocator.locate(String(decoding: data, as: UTF8.self)) {
+            return ConfigurationError(.syntax, key: problem.keyPath.isEmpty ? nil : problem.keyPath, "\(file) is not valid JSON5: \(problem)")
+        }
+        var reason = "\(decoderError)"
+        if case let DecodingError.dataCorrupted(context) = decoderError {
+            reason = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+        }
+        return ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: \(reason)")
+    }
+
     /// Parses a JSON5 document over this configuration.
     /// - Throws: ``ConfigurationError``.
     public mutating func apply(json5 data: Data, file: String = "the config", environment: [String: String] = ProcessInfo.processInfo.environment) throws {
@@ -23,11 +38,8 @@ extension ServiceConfiguration {
         let root: JSONValue
         do {
             root = try decoder.decode(JSONValue.self, from: data)
-        } catch let DecodingError.dataCorrupted(context) {
-            let reason = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
-            throw ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: \(reason)")
         } catch {
-            throw ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: \(error)")
+            throw Self.syntaxError(in: data, file: file, decoderError: error)
         }
         var reader = try ConfigReader(root, path: "")
         if let kafka = try reader.properties("kafka") { self.kafka = self.kafka.merging(kafka) }

@@ -1,5 +1,5 @@
 /// A command-line failure with its exit status: 2 for bad flags (usage), 1 for runtime failures.
-public struct CommandLineError: Error, CustomStringConvertible, Sendable {
+public struct CommandLineError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The kind of a ``CommandLineError``.
     public struct Code: Hashable, Sendable {
         /// The process exit status.

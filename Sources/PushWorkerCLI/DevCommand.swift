@@ -16,6 +16,10 @@ struct DevCommand {
     The service's consumer gets fetch.wait.max.ms=10 unless the configuration sets it: the embedded broker
     answers a fetch that finds no new record only after fetch.wait.max.ms (a real broker answers as soon
     as a record arrives), so librdkafka's 500 ms would delay each result by up to half a second.
+    The cluster's port changes each start (librdkafka 2.0.2's mock cluster has no fixed port): while dev runs,
+    its address is also in $XDG_RUNTIME_DIR/pushworker/dev-bootstrap (else ~/.pushworker/dev-bootstrap;
+    $PUSHWORKER_DEV_BOOTSTRAP_FILE names another file, empty: none), which produce, results and redrive read
+    when no --bootstrap-servers is given. A configuration without workers starts with a warning.
 
     Options:
       --config FILE     JSON5 configuration (default: $PUSHWORKER_CONFIG, else config/pushworker.json5 if it
@@ -25,6 +29,12 @@ struct DevCommand {
       --brokers N       brokers in the embedded cluster (default 1)
     """
 
+    /// The file `dev` reads when neither `--config` nor `$PUSHWORKER_CONFIG` names one:
+    /// `config/pushworker.json5` in the working directory, if it exists.
+    static var defaultConfigPath: String? {
+        FileManager.default.fileExists(atPath: "config/pushworker.json5") ? "config/pushworker.json5" : nil
+    }
+
     func execute(_ arguments: [String]) async throws {
         var parser = ArgumentParser(command: "dev", options: [
             .init(name: "config", takesValue: true), .init(name: "broker-only", takesValue: false),
@@ -33,13 +43,15 @@ struct DevCommand {
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
         let brokers = try parser.int("brokers", in: 1...9) ?? 1
-        let fallback = FileManager.default.fileExists(atPath: "config/pushworker.json5") ? "config/pushworker.json5" : nil
-        var (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: nil, fallbackPath: fallback)
+        var (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: nil, fallbackPath: Self.defaultConfigPath)
         PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         let logger = PushWorkerLogger(label: "pushworker.dev")
         logger.info("configuration loaded", metadata: ["source": source])
         // Routes and Swift workers' own settings are checked before anything starts or is printed.
         let registry = parser.has("broker-only") ? nil : try commandLine.makeRegistry(configuration)
+        if let registry, let problem = PushWorkerCommandLine.noWorkersProblem(registry, source: source) {
+            logger.warning("\(problem)")
+        }
         let cluster = try EmbeddedKafkaCluster(brokers: brokers, logHandler: PushWorkerLogger(label: "pushworker.embedded-cluster").kafkaLogHandler)
         defer { cluster.shutdown() }
         let replication = min(brokers, 3)
@@ -48,6 +60,16 @@ struct DevCommand {
             try cluster.createTopic(topic, partitions: configuration.devPartitions, replicationFactor: replication)
         }
         Output.line("bootstrap.servers=\(cluster.bootstrapServers)")
+        // The address for produce/results/redrive in another terminal (the mock cluster's port changes each
+        // start); removed again when this dev stops.
+        var bootstrapFile: String?
+        do {
+            bootstrapFile = try DevBootstrapFile.write(servers: cluster.bootstrapServers)
+        } catch {
+            logger.warning("cannot leave the cluster's address for other commands", metadata: ["error": "\(error)"])
+        }
+        defer { bootstrapFile.map(DevBootstrapFile.remove) }
+        if let bootstrapFile { logger.info("cluster address written for produce, results and redrive", metadata: ["file": bootstrapFile]) }
         logger.info("embedded Kafka cluster started", metadata: [
             "bootstrap.servers": cluster.bootstrapServers, "brokers": String(brokers),
             "topics": topics.joined(separator: ","),

@@ -6,16 +6,20 @@ import Synchronization
 /// `pushworker produce`: sends APNs-style background payloads built from flags, or JSONL lines as they are.
 struct ProduceCommand {
     static let help = """
-    Usage: pushworker produce --bootstrap-servers HOSTS [--topic T] [--type T] [--set KEY=VALUE]...
+    Usage: pushworker produce [--bootstrap-servers HOSTS] [--topic T] [--type T] [--set KEY=VALUE]...
                               [--key K] [--header K=V]... [--count N] [--rate PER_SEC] [--file FILE or -]
-                              [--timeout SECONDS]
+                              [--timeout SECONDS] [--verbose]
 
     Builds {"aps":{"content-available":1},"type":T,KEY:VALUE,...} and sends it COUNT times, or sends each
-    non-empty line of FILE (or stdin with '-') as the record value exactly as written. Prints how many
-    records were delivered and how many failed; exits 1 if any failed.
+    non-empty line of FILE (or stdin with '-') as the record value exactly as written; a line that is not a
+    JSON object (it will get failed/invalidPayload) is sent too, with a warning naming its line number on
+    stderr. Prints how many records were delivered and how many failed; exits 1 if any failed. When no
+    broker answers at HOSTS it exits 1 within moments, before sending anything.
 
     Options:
-      --bootstrap-servers HOSTS   Kafka brokers (default: $PUSHWORKER_BOOTSTRAP_SERVERS)
+      -b, --bootstrap-servers HOSTS   Kafka brokers (also --bootstrap-server; default:
+                                  $PUSHWORKER_BOOTSTRAP_SERVERS, else the address a running
+                                  'pushworker dev' leaves in its bootstrap file)
       --topic T                   topic (default: pushes)
       --type T                    the payload's "type"
       --set KEY=VALUE             a payload key; VALUE is used as JSON when it parses as JSON (42, true,
@@ -29,19 +33,22 @@ struct ProduceCommand {
       --file FILE                 send the lines of FILE ('-' for stdin) instead of building a payload
       --timeout SECONDS           how long a record may wait for the broker before it counts as failed
                                   (librdkafka message.timeout.ms; default 30)
+      -v, --verbose               print where each record went: 'line L: TOPIC partition P offset O'
+                                  ('record N: ...' without --file), as the broker acknowledges them
     """
 
     func execute(_ arguments: [String]) async throws {
         var parser = ArgumentParser(command: "produce", options: [
-            .init(name: "bootstrap-servers", takesValue: true), .init(name: "topic", takesValue: true),
+            .bootstrapServers, .init(name: "topic", takesValue: true),
             .init(name: "type", takesValue: true), .init(name: "set", takesValue: true, repeatable: true),
             .init(name: "key", takesValue: true), .init(name: "header", takesValue: true, repeatable: true),
             .init(name: "count", takesValue: true), .init(name: "rate", takesValue: true), .init(name: "file", takesValue: true),
-            .init(name: "timeout", takesValue: true),
+            .init(name: "timeout", takesValue: true), .init(name: "verbose", takesValue: false, short: "v"),
         ])
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
-        let servers = try Self.bootstrapServers(parser, command: "produce")
+        let address = try BrokerAddress.resolve(flag: parser.value("bootstrap-servers"), command: "produce")
+        let servers = address.servers
         let topic = parser.value("topic") ?? "pushes"
         let count = try parser.int("count", in: 1...100_000_000) ?? 1
         let rate = try parser.double("rate", in: 0.001...10_000_000)
@@ -54,14 +61,21 @@ struct ProduceCommand {
         }
         let key = parser.value("key").map { Array($0.utf8) }
         let values: [[UInt8]]
+        // What --verbose calls each value: its line number in the file, or nothing for a built payload.
+        var lineNumbers: [Int]? = nil
         if let file = parser.value("file") {
             if parser.value("type") != nil || !parser.all("set").isEmpty {
                 throw CommandLineError(.usage, "pushworker produce: --file sends lines as they are; it cannot be combined with --type or --set")
             }
-            values = try Self.readLines(file)
+            let input = InputLines(try InputLines.read(file, command: "produce"))
+            input.warnings(file: file == "-" ? "stdin" : file).forEach(Output.error)
+            values = input.lines.map(\.value)
+            lineNumbers = input.lines.map(\.number)
         } else {
             values = [try PayloadBuilder.build(type: parser.value("type"), sets: parser.all("set"))]
         }
+        let verbose = parser.has("verbose")
+        try await address.check(command: "produce")
         let producer = try KafkaProducer(
             configuration: KafkaConfiguration(["bootstrap.servers": servers, "message.timeout.ms": String(Int(timeout * 1000))]),
             logHandler: PushWorkerLogger(label: "pushworker.produce").kafkaLogHandler)
@@ -72,7 +86,7 @@ struct ProduceCommand {
         var sent = 0
         try await withThrowingTaskGroup(of: Void.self) { group in
             for round in 0..<count {
-                for value in values {
+                for (index, value) in values.enumerated() {
                     if let interval {
                         let due = start.advanced(by: .seconds(interval * Double(sent)))
                         if due > .now { try await Task.sleep(until: due, clock: .continuous) }
@@ -80,13 +94,16 @@ struct ProduceCommand {
                     let record = KafkaOutgoingRecord(topic: topic, key: key, value: value, headers: headers)
                     // A bounded window of sends awaiting their acknowledgement.
                     if sent >= 10_000 { try await group.next() }
+                    let label = lineNumbers.map { "line \($0[index])" + (count > 1 ? " (round \(round + 1))" : "") } ?? "record \(sent + 1)"
                     group.addTask {
                         let report = try await producer.send(record)
                         counts.add(report.error)
+                        if verbose {
+                            Output.line(report.error.map { "\(label): failed: \($0.message)" } ?? "\(label): \(report.topicPartition.topic) partition \(report.topicPartition.partition) offset \(report.offset)")
+                        }
                     }
                     sent += 1
                 }
-                _ = round
             }
             try await group.waitForAll()
         }
@@ -96,26 +113,5 @@ struct ProduceCommand {
         if failed > 0 || delivered != total {
             throw CommandLineError(.failure, "pushworker produce: \(failed) of \(total) records were not delivered\(firstError.map { ": \($0)" } ?? "")")
         }
-    }
-
-    static func bootstrapServers(_ parser: ArgumentParser, command: String) throws -> String {
-        if let servers = parser.value("bootstrap-servers"), !servers.isEmpty { return servers }
-        if let servers = ProcessInfo.processInfo.environment["PUSHWORKER_BOOTSTRAP_SERVERS"], !servers.isEmpty { return servers }
-        throw CommandLineError(.usage, "pushworker \(command): --bootstrap-servers HOSTS is required (or set PUSHWORKER_BOOTSTRAP_SERVERS); 'pushworker dev' prints it on its first line")
-    }
-
-    static func readLines(_ file: String) throws -> [[UInt8]] {
-        let data: Data
-        if file == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let contents = FileManager.default.contents(atPath: file) else {
-                throw CommandLineError(.failure, "pushworker produce: cannot read \(file)")
-            }
-            data = contents
-        }
-        return data.split(separator: 0x0A, omittingEmptySubsequences: true)
-            .map { line in Array(line.last == 0x0D ? line.dropLast() : line) }
-            .filter { !$0.isEmpty }
     }
 }

@@ -36,8 +36,12 @@ public struct PushWorkerCommandLine: Sendable {
       check-config   validate a configuration file and print the effective configuration
       bench          measure throughput and latency on the embedded cluster with the noop worker
 
-    'pushworker <command> --help' describes a command. Exit status: 0 ok, 1 runtime failure, 2 bad flags.
+    'pushworker help <command>' (or 'pushworker <command> --help' / '-h') describes a command.
+    Exit status: 0 ok, 1 runtime failure, 2 bad flags.
     """
+
+    /// The command names, for `help <command>` and "did you mean".
+    static let commands = ["run", "dev", "produce", "results", "redrive", "check-config", "bench", "help", "version"]
 
     /// Prepares the process for the command line; call it as the first statement of `main.swift`, before
     /// any `await`:
@@ -72,11 +76,21 @@ public struct PushWorkerCommandLine: Sendable {
     public func main(_ arguments: [String] = CommandLine.arguments) async -> Int32 {
         Self.prepareProcess()
         let rest = Array(arguments.dropFirst())
-        guard let command = rest.first else {
+        guard var command = rest.first else {
             Output.error(Self.usage)
             return 2
         }
-        let options = Array(rest.dropFirst())
+        var options = Array(rest.dropFirst())
+        // `pushworker help produce` is `pushworker produce --help`.
+        if command == "help", let named = options.first {
+            guard Self.commands.contains(named) else {
+                Output.error("pushworker help: unknown command '\(named)'\(Self.commandHint(named)); run 'pushworker --help' for the list")
+                return 2
+            }
+            // `help help` and `help version` are the overview.
+            command = named == "help" || named == "version" ? "help" : named
+            options = ["--help"]
+        }
         if !Self.gracefulCommands.contains(command) || options.contains("--help") || options.contains("-h") {
             ProcessSignals.useDefaultAction()
         }
@@ -94,7 +108,7 @@ public struct PushWorkerCommandLine: Sendable {
             case "--version", "version":
                 Output.line("pushworker \(Self.version) (librdkafka \(KafkaLibrary.versionString))")
             default:
-                Output.error("pushworker: unknown command '\(command)'; run 'pushworker --help' for the list")
+                Output.error("pushworker: unknown command '\(command)'\(Self.commandHint(command)); run 'pushworker --help' for the list")
                 return 2
             }
             return 0
@@ -108,6 +122,11 @@ public struct PushWorkerCommandLine: Sendable {
             Output.error("pushworker \(command): \(error)")
             return 1
         }
+    }
+
+    /// " (did you mean 'results'?)" for a command name close to a known one, else "".
+    static func commandHint(_ typed: String) -> String {
+        Suggestion.closest(to: typed, among: commands).map { " (did you mean '\($0)'?)" } ?? ""
     }
 
     /// pushworker's version (``PushWorkerService/version``, which `/metrics` reports too).
@@ -125,6 +144,16 @@ public struct PushWorkerCommandLine: Sendable {
             try configuration.check()
         }
         return (configuration, file ?? "built-in defaults")
+    }
+
+    /// Why `registry` cannot serve (it routes no type and has no default worker, so every push would get
+    /// `noData` / `noWorker`), naming the configuration keys to set and where the configuration came from;
+    /// `nil` when it has a worker. `run` and `check-config` refuse such a configuration; `dev` warns.
+    static func noWorkersProblem(_ registry: WorkerRegistry, source: String) -> String? {
+        guard registry.types.isEmpty, registry.defaultWorker == nil else { return nil }
+        return "no workers in the configuration (\(source)), so every push would get noData/noWorker; "
+            + "declare workers by payload type under 'workers' (e.g. workers: { ping: { kind: \"noop\", result: \"newData\" } }) "
+            + "or a 'defaultWorker', in the file given by --config or $PUSHWORKER_CONFIG (see config/pushworker.json5)"
     }
 
     /// The configured workers plus the Swift ones, checked against the configuration's `permittedTypes`

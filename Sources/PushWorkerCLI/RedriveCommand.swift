@@ -24,7 +24,9 @@ struct RedriveCommand {
       --config FILE               JSON5 configuration: Kafka properties (security included), the
                                   dead-letter topic and the group id (default: $PUSHWORKER_CONFIG, else
                                   built-in defaults)
-      --bootstrap-servers HOSTS   Kafka brokers (overrides the file and $PUSHWORKER_BOOTSTRAP_SERVERS)
+      -b, --bootstrap-servers HOSTS   Kafka brokers (also --bootstrap-server; overrides the file and
+                                  $PUSHWORKER_BOOTSTRAP_SERVERS; without them and without --config,
+                                  the address a running 'pushworker dev' leaves in its bootstrap file)
       --topic T                   the dead-letter topic (default: deadLetter.topic of the configuration)
       --to TOPIC                  send every dead letter to TOPIC instead of its source topic (also
                                   records without a pushworker-source-topic header, which otherwise
@@ -43,7 +45,7 @@ struct RedriveCommand {
 
     func execute(_ arguments: [String]) async throws {
         var parser = ArgumentParser(command: "redrive", options: [
-            .init(name: "config", takesValue: true), .init(name: "bootstrap-servers", takesValue: true),
+            .init(name: "config", takesValue: true), .bootstrapServers,
             .init(name: "topic", takesValue: true), .init(name: "to", takesValue: true),
             .init(name: "group", takesValue: true), .init(name: "count", takesValue: true),
             .init(name: "timeout", takesValue: true), .init(name: "dry-run", takesValue: false),
@@ -53,7 +55,16 @@ struct RedriveCommand {
         let count = try parser.int("count", in: 1...Int.max) ?? .max
         let timeout = try parser.double("timeout", in: 0.1...86_400) ?? 10
         let dryRun = parser.has("dry-run")
-        let (configuration, _) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
+        let (loaded, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
+        var configuration = loaded
+        // A configuration file's brokers (or PUSHWORKER_KAFKA_BOOTSTRAP_SERVERS) win over a running dev's
+        // address; the built-in default localhost:9092 does not.
+        let environment = ProcessInfo.processInfo.environment
+        let configured = source != "built-in defaults" || environment["PUSHWORKER_KAFKA_BOOTSTRAP_SERVERS"]?.isEmpty == false
+            ? configuration.kafka["bootstrap.servers"] : nil
+        let address = (try? BrokerAddress.resolve(flag: parser.value("bootstrap-servers"), command: "redrive", configured: configured))
+            ?? BrokerAddress(servers: configuration.kafka["bootstrap.servers"] ?? "localhost:9092", origin: "the built-in default")
+        configuration.kafka["bootstrap.servers"] = address.servers
         PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         for option in ["topic", "to", "group"] where parser.value(option)?.isEmpty == true {
             throw CommandLineError(.usage, "pushworker redrive: --\(option) needs a non-empty value")
@@ -73,6 +84,7 @@ struct RedriveCommand {
         if target == configuration.resultsTopic {
             throw CommandLineError(.usage, "pushworker redrive: --to \(configuration.resultsTopic) is the results topic; send dead letters back to an input topic")
         }
+        try await address.check(command: "redrive", properties: configuration.kafka, timeout: .milliseconds(Int64(min(timeout, 10) * 1000)))
         let group = parser.value("group") ?? "\(configuration.groupId)-redrive"
         var consumerProperties = configuration.kafka.merging(configuration.consumer)
         consumerProperties["group.id"] = group

@@ -13,23 +13,29 @@ struct RunCommand {
     the result is acknowledged. SIGTERM or SIGINT stops it gracefully (exit 0); a second signal exits at once.
     While it runs, /metrics (Prometheus), /healthz and /readyz are served on httpServer.host:httpServer.port
     (default 0.0.0.0:9400; PUSHWORKER_HTTP_PORT=0 picks a free port, PUSHWORKER_HTTP_ENABLED=false turns it off).
+    It refuses to start (exit 1) when the configuration has no workers and no defaultWorker: every push
+    would get noData/noWorker.
 
     Options:
       --config FILE               JSON5 configuration (default: $PUSHWORKER_CONFIG, else built-in defaults)
-      --bootstrap-servers HOSTS   Kafka brokers, host:port[,host:port] (overrides the file and
+      -b, --bootstrap-servers HOSTS   Kafka brokers, host:port[,host:port] (also --bootstrap-server; overrides the file and
                                   $PUSHWORKER_BOOTSTRAP_SERVERS)
     """
 
     func execute(_ arguments: [String]) async throws {
         var parser = ArgumentParser(command: "run", options: [
-            .init(name: "config", takesValue: true), .init(name: "bootstrap-servers", takesValue: true),
+            .init(name: "config", takesValue: true), .bootstrapServers,
         ])
         try parser.parse(arguments)
         if parser.has("help") { Output.line(Self.help); return }
         let (configuration, source) = try PushWorkerCommandLine.loadConfiguration(path: parser.value("config"), bootstrapServers: parser.value("bootstrap-servers"))
         PushWorkerLogger.bootstrap(level: configuration.logLevel, format: configuration.logFormat)
         PushWorkerLogger(label: "pushworker").info("configuration loaded", metadata: ["source": source])
-        let service = PushWorkerService(configuration: configuration, registry: try commandLine.makeRegistry(configuration))
+        let registry = try commandLine.makeRegistry(configuration)
+        if let problem = PushWorkerCommandLine.noWorkersProblem(registry, source: source) {
+            throw CommandLineError(.failure, "pushworker run: \(problem)")
+        }
+        let service = PushWorkerService(configuration: configuration, registry: registry)
         let watcher = SignalWatcher { service.shutdown() }
         defer { withExtendedLifetime(watcher) {} }
         try await service.run()

@@ -11,12 +11,17 @@ import Synchronization
 ///   `PUSHWORKER_DEADLINE_MS` (UNIX ms), `PUSHWORKER_ATTEMPT` (1 for the first run, see ``RetryPolicy``)
 ///   and, when present, `TRACEPARENT`.
 /// - stderr: each line is logged through ``logger`` (at `info`, with `messageId`, `type` and `program`),
-///   so JSON logs stay one object per line; at most ``maxOutputBytes`` per run.
+///   so JSON logs stay one object per line; at most ``maxOutputBytes`` per run. When the program fails
+///   (a `failed` outcome, or it runs past its budget), its last stderr lines (at most 20 lines / 4 KiB) are
+///   logged again at `warning`.
 /// - Outcome: the first stdout line if it is `newData`, `noData` or `failed`, optionally followed by a
 ///   space and a reason; `retry` (optionally with a reason) is a `failed` the program marks retryable
 ///   (``RetryPolicy``); otherwise exit status 0 = `newData`, 75 (`EX_TEMPFAIL` of sysexits.h: "a temporary
 ///   failure, try again later") = `failed` / `workerError` retryable, anything else = `failed` /
-///   `workerError`, with the status as detail.
+///   `workerError`, with the status as detail, followed by `; stderr: ` and the program's last stderr lines
+///   (at most 3 lines / 512 bytes, UTF-8, newline-separated) when it wrote any, e.g. `exit status 1; stderr:
+///   ValueError: bad contentId`. stderr is awaited up to 250 ms after the exit (a program it started may
+///   hold it open).
 /// - Refusal: an environment variable is a C string, so a value holding a NUL byte cannot travel whole.
 ///   When `PUSHWORKER_MESSAGE_ID` (the `apns-id`), `PUSHWORKER_TYPE` (the payload's `type`, e.g.
 ///   `"ok\u0000evil"` routed to a default exec worker) or `TRACEPARENT` (the `traceparent` header; also
@@ -123,6 +128,7 @@ public struct ExecWorker: Worker {
         let environment = programEnvironment(for: job)
         let workingDirectory = workingDirectory
         let run = ProcessRun()
+        let tail = StderrTail()
         try Task.checkCancellation()
         let value = job.value
         let logger = logger
@@ -145,7 +151,9 @@ public struct ExecWorker: Worker {
                 if let stderr = child.stderr {
                     Self.logLines(of: stderr, logger: logger, metadata: [
                         "messageId": job.messageId, "type": job.type ?? "", "program": program,
-                    ])
+                    ], tail: tail)
+                } else {
+                    tail.close()
                 }
                 // A program that exits without reading stdin must not kill pushworker with SIGPIPE: block it
                 // on this thread only (the write then fails with EPIPE).
@@ -186,21 +194,47 @@ public struct ExecWorker: Worker {
                 child.signalGroup(SIGKILL)
             }
         }
-        if Task.isCancelled { throw CancellationError() }
-        return Self.outcome(status: status, signaled: signaled, stdout: output)
+        let metadata = ["messageId": job.messageId, "type": job.type ?? "", "program": program]
+        if Task.isCancelled {
+            await tail.waitForEnd(atMost: Self.stderrWait)
+            Self.logFailure(tail, outcome: "ran past its budget (SIGTERM sent)", logger: logger, metadata: metadata)
+            throw CancellationError()
+        }
+        var outcome = Self.outcome(status: status, signaled: signaled, stdout: output)
+        guard outcome.result == .failed else { return outcome }
+        await tail.waitForEnd(atMost: Self.stderrWait)
+        // A crash (no result word on stdout): the status, then the last stderr lines (a traceback's end).
+        if let detail = outcome.detail, detail.hasPrefix("exit status") || detail.hasPrefix("killed by signal"), let stderr = tail.detail {
+            outcome.detail = "\(detail); stderr: \(stderr)"
+        }
+        Self.logFailure(tail, outcome: outcome.detail ?? "failed", logger: logger, metadata: metadata)
+        return outcome
+    }
+
+    /// How long a finished program's stderr may stay open (held by a program it started) before its result
+    /// is reported with the stderr lines read so far.
+    static let stderrWait: Duration = .milliseconds(250)
+
+    /// Logs the kept stderr lines of a failed program again, at `warning` (they were logged at `info` as they
+    /// came), so that a service logging at `warning` shows why it failed.
+    static func logFailure(_ tail: StderrTail, outcome: String, logger: PushWorkerLogger, metadata: [String: String]) {
+        var metadata = metadata
+        metadata["outcome"] = outcome
+        for line in tail.lines { logger.warning("stderr of a failed program: \(line)", metadata: metadata) }
     }
 
     /// Logs each line the program writes to stderr, on a thread of its own, until the pipe closes; at most
     /// ``maxOutputBytes`` are logged, the rest is read and dropped (so the program never blocks on it).
-    static func logLines(of reader: OwnedDescriptor, logger: PushWorkerLogger, metadata: [String: String]) {
+    static func logLines(of reader: OwnedDescriptor, logger: PushWorkerLogger, metadata: [String: String], tail: StderrTail? = nil) {
         Thread.detachNewThread {
             var pending = Data()
             var logged = 0
             func emit(_ line: Data) {
-                guard logged < maxOutputBytes else { return }
-                logged += line.count + 1
                 var text = String(decoding: line, as: UTF8.self)
                 if text.hasSuffix("\r") { text.removeLast() }
+                tail?.add(text)  // also beyond the logged bytes: a traceback comes last
+                guard logged < maxOutputBytes else { return }
+                logged += line.count + 1
                 logger.info(logged > maxOutputBytes ? "\(text) [stderr beyond \(maxOutputBytes) bytes dropped]" : text, metadata: metadata)
             }
             while case let chunk = reader.read(upTo: 16_384), !chunk.isEmpty {
@@ -216,6 +250,7 @@ public struct ExecWorker: Worker {
             }
             if !pending.isEmpty { emit(pending) }
             reader.close()
+            tail?.close()
         }
     }
 

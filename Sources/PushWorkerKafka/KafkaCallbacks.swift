@@ -13,13 +13,18 @@ final class KafkaCallbacks: Sendable {
     /// Statistics reports (`stats_cb`, every `statistics.interval.ms`), parsed. Called on the thread that
     /// serves the client's main queue: `rd_kafka_poll` for producers, `rd_kafka_consumer_poll` for consumers.
     let statistics: KafkaStatisticsHandler?
+    /// Client errors (`error_cb`): librdkafka's error code and reason, before they are logged. Called on the
+    /// thread that serves the client's main queue (`rd_kafka_poll` for producers).
+    let error: (@Sendable (rd_kafka_resp_err_t, String) -> Void)?
 
     init(
         log: KafkaLogHandler?,
         delivery: (@Sendable (UnsafePointer<rd_kafka_message_t>) -> Void)? = nil,
         rebalance: (@Sendable (OpaquePointer, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> Void)? = nil,
-        statistics: KafkaStatisticsHandler? = nil
+        statistics: KafkaStatisticsHandler? = nil,
+        error: (@Sendable (rd_kafka_resp_err_t, String) -> Void)? = nil
     ) {
+        self.error = error
         self.log = log
         self.delivery = delivery
         self.rebalance = rebalance

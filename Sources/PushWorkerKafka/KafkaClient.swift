@@ -25,7 +25,9 @@ final class KafkaClient: @unchecked Sendable {
             ))
         }
         rd_kafka_conf_set_error_cb(conf) { rk, err, reason, _ in
-            guard let callbacks = KafkaCallbacks.from(rk), let log = callbacks.log else { return }
+            guard let callbacks = KafkaCallbacks.from(rk) else { return }
+            callbacks.error?(rd_kafka_resp_err_t(rawValue: err), reason.map { String(cString: $0) } ?? "")  // NUL-safe: librdkafka's own text (names, errors, versions)
+            guard let log = callbacks.log else { return }
             let name = String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: err)))  // NUL-safe: librdkafka's own text (names, errors, versions)
             log(KafkaLogMessage(
                 severity: 3,
@@ -82,6 +84,17 @@ final class KafkaClient: @unchecked Sendable {
 
     /// The client's name, e.g. `rdkafka#producer-1`.
     var name: String { String(cString: rd_kafka_name(handle)) }  // NUL-safe: librdkafka's own text (names, errors, versions)
+
+    /// The names of the cluster's topics, sorted (`rd_kafka_metadata` for all topics; this asks for none by
+    /// name, so a broker that creates topics on request creates none). Blocking.
+    /// - Throws: ``KafkaError/Code/admin`` if the request fails.
+    func topicNames(timeoutMs: Int32) throws -> [String] {
+        var metadata: UnsafePointer<rd_kafka_metadata>?
+        let err = rd_kafka_metadata(handle, 1, nil, &metadata, timeoutMs)
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else { throw KafkaError(.admin, "metadata of all topics", err) }
+        defer { rd_kafka_metadata_destroy(metadata) }
+        return (0..<Int(metadata.pointee.topic_cnt)).map { String(cString: metadata.pointee.topics[$0].topic) }.sorted()  // NUL-safe: librdkafka's own text (topic names are ASCII)
+    }
 
     /// The number of partitions of `topic` from the cluster's metadata (`rd_kafka_topic_new`, then
     /// `rd_kafka_metadata` for that topic alone). The topic stays known to this client, with its partitions

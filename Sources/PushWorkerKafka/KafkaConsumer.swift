@@ -105,10 +105,14 @@ public final class KafkaConsumer: Sendable {
     /// Waits up to `timeoutMs` for the next record (`rd_kafka_consumer_poll`), serving rebalances and
     /// other callbacks meanwhile. Blocking: call on a dedicated thread.
     ///
-    /// - Returns: the record, copied, or `nil` when none arrived in time, after ``wakeUp()``, or when the
-    ///   poll returned a non-fatal consumer error (which is logged through the log handler).
+    /// - Parameter endOfPartition: called with the partition and its end offset when the consumer has
+    ///   read a partition to its end (librdkafka's `_PARTITION_EOF` event, sent only with
+    ///   `enable.partition.eof=true`; again after each new record read to the end).
+    /// - Returns: the record, copied, or `nil` when none arrived in time, after ``wakeUp()``, at the end of
+    ///   a partition, or when the poll returned a non-fatal consumer error (which is logged through the log
+    ///   handler).
     /// - Throws: ``KafkaError/Code/fatal`` on a fatal client error.
-    public func poll(timeoutMs: Int32) throws -> KafkaRecord? {
+    public func poll(timeoutMs: Int32, endOfPartition: ((TopicPartition, Int64) -> Void)? = nil) throws -> KafkaRecord? {
         guard let message = rd_kafka_consumer_poll(client.handle, timeoutMs) else { return nil }
         defer { rd_kafka_message_destroy(message) }
         let err = message.pointee.err
@@ -118,7 +122,13 @@ public final class KafkaConsumer: Sendable {
             let topic = topicNames.withLock { $0.name(of: rkt) }
             return KafkaRecord(copying: message, topic: topic)
         }
-        if err == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
+        if err == RD_KAFKA_RESP_ERR__PARTITION_EOF {
+            if let endOfPartition, let rkt = message.pointee.rkt {
+                let topic = topicNames.withLock { $0.name(of: rkt) }
+                endOfPartition(TopicPartition(topic: topic, partition: message.pointee.partition), message.pointee.offset)
+            }
+            return nil
+        }
         if err == RD_KAFKA_RESP_ERR__FATAL {
             var errstr = [CChar](repeating: 0, count: 512)
             let fatal = rd_kafka_fatal_error(client.handle, &errstr, errstr.count)
@@ -218,6 +228,14 @@ public final class KafkaConsumer: Sendable {
     /// - Throws: ``KafkaError/Code/admin`` if the request fails or the topic does not exist.
     public func partitionCount(topic: String, timeoutMs: Int32) throws -> Int {
         try client.partitionCount(topic: topic, timeoutMs: timeoutMs)
+    }
+
+    /// The names of the cluster's topics, sorted, from its metadata (asking for no topic by name, so a
+    /// broker that creates topics on request, as the embedded cluster does, creates none). Blocking: call
+    /// on a dedicated thread.
+    /// - Throws: ``KafkaError/Code/admin`` if the request fails.
+    public func topicNames(timeoutMs: Int32) throws -> [String] {
+        try client.topicNames(timeoutMs: timeoutMs)
     }
 
     /// Every partition of `topic` (0 to ``partitionCount(topic:timeoutMs:)`` − 1), from the cluster's

@@ -32,6 +32,9 @@ public struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
         public static let closed = Code("closed")
         /// A wait ran out of time.
         public static let timedOut = Code("timedOut")
+        /// No broker of `bootstrap.servers` answered (``KafkaBrokerProbe``): every connection failed
+        /// (librdkafka's `ALL_BROKERS_DOWN`), or none answered in time.
+        public static let noBroker = Code("noBroker")
     }
 
     /// The kind of failure.

@@ -33,7 +33,8 @@ struct LoggingTests {
         let results = try await runPushworker(["results", "--bootstrap-servers", servers, "--topic", "results-\(suffix)",
                                                "--from-beginning", "--count", "2", "--timeout", "60"], timeout: .seconds(90))
         #expect(results.stdout.contains { $0.contains("\"timeout\"") })
-        #expect(results.stdout.contains { $0.contains("\"exit status 3\"") })
+        // The crash's detail ends with its last stderr line, and that line is logged again at warning.
+        #expect(results.stdout.contains { $0.contains("\"exit status 3; stderr: broken worker: simulated failure\"") }, "\(results.stdout)")
         service.signal(SIGTERM)
         #expect(try await service.waitForExit(timeout: .seconds(30)) == 0)
         broker.signal(SIGTERM)
@@ -52,6 +53,9 @@ struct LoggingTests {
         let stderrLine = objects.first { $0["label"] as? String == "pushworker.exec" && $0["messageId"] as? String == "log-2" }
         #expect(stderrLine?["message"] as? String == "broken worker: simulated failure", "an exec program's stderr is logged, not passed through")
         #expect(stderrLine?["type"] as? String == "broken")
+        let warned = objects.first { $0["level"] as? String == "warning" && $0["messageId"] as? String == "log-2" }
+        #expect(warned?["message"] as? String == "stderr of a failed program: broken worker: simulated failure", "a failed program's stderr again at warning")
+        #expect(warned?["outcome"] as? String == "exit status 3; stderr: broken worker: simulated failure")
         let result = objects.first { $0["message"] as? String == "result" && $0["messageId"] as? String == "log-1" }
         #expect(result?["level"] as? String == "debug")
         #expect(result?["result"] as? String == "failed" && result?["reason"] as? String == "timeout")

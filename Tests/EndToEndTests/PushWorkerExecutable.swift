@@ -15,12 +15,20 @@ enum PushWorkerExecutable {
     }
 }
 
+/// The environment every test's `pushworker` gets under `environment`: no dev bootstrap file
+/// (`PUSHWORKER_DEV_BOOTSTRAP_FILE` empty), so that a test's `dev` never replaces the one a developer keeps
+/// running, and a test's `produce` never finds it; a test that needs the file names its own.
+func testEnvironment(_ environment: [String: String]) -> [String: String] {
+    ["PUSHWORKER_DEV_BOOTSTRAP_FILE": ""].merging(environment) { $1 }
+}
+
 /// Starts `pushworker` with `arguments`.
 func startPushworker(_ arguments: [String], environment: [String: String] = [:], directory: URL? = nil, stdin: Data? = nil) throws -> RunningCommand {
-    try RunningCommand(PushWorkerExecutable.url, arguments, environment: environment, directory: directory, stdin: stdin)
+    try RunningCommand(PushWorkerExecutable.url, arguments, environment: testEnvironment(environment), directory: directory, stdin: stdin)
 }
 
 /// Runs `pushworker` to completion.
-func runPushworker(_ arguments: [String], stdin: Data? = nil, timeout: Duration = .seconds(60)) async throws -> (status: Int32, stdout: [String], stderr: String) {
-    try await RunningCommand.run(PushWorkerExecutable.url, arguments, stdin: stdin, timeout: timeout)
+func runPushworker(_ arguments: [String], environment: [String: String] = [:], stdin: Data? = nil, timeout: Duration = .seconds(60)) async throws
+    -> (status: Int32, stdout: [String], stderr: String) {
+    try await RunningCommand.run(PushWorkerExecutable.url, arguments, environment: testEnvironment(environment), stdin: stdin, timeout: timeout)
 }

@@ -462,4 +462,56 @@ import Testing
         #expect(outcome.reason?.rawValue == "workerError")
         #expect(outcome.detail == "exit status 3")
     }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aCrashReportsTheLastStderrLinesInItsDetail() async throws {
+        // A Python-style traceback: the detail keeps the status and the last three lines, not the payload.
+        let (report, dir) = try await runScript("""
+        cat >/dev/null
+        echo 'Traceback (most recent call last):' >&2
+        echo '  File "worker.py", line 3, in <module>' >&2
+        echo '    refresh(job)' >&2
+        echo 'ValueError: bad contentId' >&2
+        exit 1
+        """)
+        defer { dir.remove() }
+        #expect(report.outcome.reason == .workerError)
+        #expect(report.outcome.detail == "exit status 1; stderr:   File \"worker.py\", line 3, in <module>\n    refresh(job)\nValueError: bad contentId")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func theStderrInTheDetailIsBoundedAndTheSuccessfulRunKeepsItsDetail() async throws {
+        // 600 bytes of 'é' (two bytes each) on one line, after 70 KiB that pushworker does not log.
+        let (crash, dir) = try await runScript("""
+        cat >/dev/null
+        head -c 71680 /dev/zero | tr '\\0' 'x' >&2; echo >&2
+        i=0; while [ $i -lt 300 ]; do printf '\\303\\251' >&2; i=$((i+1)); done; echo >&2
+        kill -9 $$
+        """)
+        defer { dir.remove() }
+        let detail = try #require(crash.outcome.detail)
+        #expect(detail.hasPrefix("killed by signal 9; stderr: …é"), "\(detail.prefix(80))")
+        let stderr = detail.dropFirst("killed by signal 9; stderr: ".count)
+        #expect(stderr.utf8.count <= StderrTail.detailBytes)
+        #expect(stderr.dropFirst().allSatisfy { $0 == "é" })
+        // A program that succeeds, or says why it failed on stdout, keeps its own detail.
+        let (ok, okDir) = try await runScript("echo 'progress' >&2; echo noData")
+        defer { okDir.remove() }
+        #expect(ok.outcome == .noData)
+    }
+
+    @Test func stderrTailKeepsTheLastLinesWithinItsBounds() {
+        let tail = StderrTail()
+        #expect(tail.detail == nil)
+        for number in 1...30 { tail.add("line \(number)") }
+        tail.add("   ")
+        #expect(tail.lines.count == StderrTail.keptLines)
+        #expect(tail.lines.last == "line 30")
+        #expect(tail.detail == "line 28\nline 29\nline 30")
+        #expect(StderrTail.suffix("abcdef", bytes: 10) == "abcdef")
+        #expect(StderrTail.suffix("abcdef", bytes: 5) == "…ef")
+        // Never cuts a character: "e\u{301}" (e + combining acute) is one.
+        #expect(StderrTail.suffix("xxxxe\u{301}", bytes: 6) == "…e\u{301}")
+        #expect(StderrTail.suffix("éééé", bytes: 6) == "…é")
+    }
 }

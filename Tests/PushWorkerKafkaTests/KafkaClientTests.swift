@@ -288,3 +288,39 @@ struct KafkaClientTests {
         #expect(minimal?.partitions == [KafkaStatistics.Partition(topic: "t", partition: 0, consumerLag: 7, highWatermark: -1)])
     }
 }
+
+/// The broker probe the command-line tools run before they start.
+@Suite(.timeLimit(.minutes(1)))
+struct KafkaBrokerProbeTests {
+    @Test func aRefusedAddressFailsAtOnceWithLibrdkafkasReason() async throws {
+        // A port nothing listens on: bound, then closed.
+        let start = ContinuousClock.now
+        await #expect {
+            try await DedicatedThread.run(name: "probe") { try KafkaBrokerProbe.check(KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1"])) }
+        } throws: { error in
+            guard let error = error as? KafkaError else { return false }
+            return error.code == .noBroker && error.message.contains("Connection refused")
+        }
+        #expect(start.duration(to: .now) < .seconds(5), "ALL_BROKERS_DOWN ends the probe, not its 10 s limit")
+    }
+
+    @Test func aRunningClusterAnswers() async throws {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let servers = cluster.bootstrapServers
+        try await DedicatedThread.run(name: "probe") { try KafkaBrokerProbe.check(KafkaConfiguration(["bootstrap.servers": servers])) }
+        try await KafkaClientTests.shutdown(cluster)
+    }
+
+    @Test func topicNamesListTheClustersTopics() async throws {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let topic = KafkaClientTests.uniqueName("names")
+        try cluster.createTopic(topic)
+        let consumer = try KafkaConsumer.reader(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
+        let names = try await DedicatedThread.run(name: "names") { try consumer.topicNames(timeoutMs: 5_000) }
+        #expect(names.contains(topic))
+        #expect(names == names.sorted())
+        #expect(!names.contains(topic + "-never-created"))
+        try? await DedicatedThread.run(name: "close") { try consumer.close() }
+        try await KafkaClientTests.shutdown(cluster)
+    }
+}

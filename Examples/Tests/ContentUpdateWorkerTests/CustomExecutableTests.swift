@@ -34,7 +34,8 @@ struct CustomExecutableTests {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("content-\(suffix)")
         let config = try Self.config(suffix: String(suffix), settings: #"{ "content-update": { baseURL: "\#(server.baseURL.absoluteString)", directory: "\#(directory.path)" } }"#)
-        let dev = try RunningCommand(Self.executable, ["dev", "--config", config])
+        // No dev bootstrap file: the test's dev must not replace the address of a dev a developer keeps running.
+        let dev = try RunningCommand(Self.executable, ["dev", "--config", config], environment: ["PUSHWORKER_DEV_BOOTSTRAP_FILE": ""])
         let first = try await dev.waitForLines(1).first ?? ""
         #expect(first.hasPrefix("bootstrap.servers="))
         let servers = String(first.dropFirst("bootstrap.servers=".count))
