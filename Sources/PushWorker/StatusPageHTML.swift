@@ -25,6 +25,7 @@ h2 { font-size: 1.1em; margin: 1.2em 0 0.4em; border-bottom: 1px solid #ccc; }
 .card { background: #fff; border: 1px solid #ddd; padding: 0.5em; }
 .card h3 { font-size: 0.95em; margin: 0 0 0.3em; }
 .plot { width: 100%; height: 200px; overflow: auto; }
+.legend { font-size: 0.8em; min-height: 1.2em; }
 table { border-collapse: collapse; font-size: 0.85em; background: #fff; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
@@ -48,13 +49,13 @@ at <code id="plotpath"></code>, so each history is shown as a table of its lates
 
 <h2>This member: history</h2>
 <div class="grid">
-<div class="card"><h3>Records/s taken</h3><div class="plot" id="plot-records"></div></div>
-<div class="card"><h3>Results/s by type and outcome</h3><div class="plot" id="plot-results"></div></div>
-<div class="card"><h3>Worker duration percentiles by type (s)</h3><div class="plot" id="plot-durations"></div></div>
-<div class="card"><h3>Consumer lag per partition</h3><div class="plot" id="plot-lag"></div></div>
-<div class="card"><h3>Jobs running and waiting by type</h3><div class="plot" id="plot-jobs"></div></div>
-<div class="card"><h3>Results waiting for delivery</h3><div class="plot" id="plot-waiting"></div></div>
-<div class="card"><h3>Dead letters and rebalances (since start)</h3><div class="plot" id="plot-events"></div></div>
+<div class="card"><h3>Records/s taken</h3><div class="plot" id="plot-records"></div><div class="legend" id="plot-records-legend"></div></div>
+<div class="card"><h3>Results/s by type and outcome</h3><div class="plot" id="plot-results"></div><div class="legend" id="plot-results-legend"></div></div>
+<div class="card"><h3>Worker duration percentiles by type (s)</h3><div class="plot" id="plot-durations"></div><div class="legend" id="plot-durations-legend"></div></div>
+<div class="card"><h3>Consumer lag per partition</h3><div class="plot" id="plot-lag"></div><div class="legend" id="plot-lag-legend"></div></div>
+<div class="card"><h3>Jobs running and waiting by type</h3><div class="plot" id="plot-jobs"></div><div class="legend" id="plot-jobs-legend"></div></div>
+<div class="card"><h3>Results waiting for delivery</h3><div class="plot" id="plot-waiting"></div><div class="legend" id="plot-waiting-legend"></div></div>
+<div class="card"><h3>Dead letters and rebalances (since start)</h3><div class="plot" id="plot-events"></div><div class="legend" id="plot-events-legend"></div></div>
 </div>
 
 <h2>Jobs now</h2>
@@ -124,7 +125,7 @@ function draw(id, samples, columns) {
       if (old) old.graph.destroy();
       div.replaceChildren();
       var graph = new Dygraph(div, rows, { labels: labels, legend: "always", labelsSeparateLines: false,
-        connectSeparatedPoints: true, drawCallback: done, axes: { y: { axisLabelWidth: 60 } } });
+        labelsDiv: document.getElementById(id + "-legend"), connectSeparatedPoints: true, drawPoints: true, pointSize: 1.5, drawCallback: done, axes: { y: { axisLabelWidth: 60 } } });
       graphs[id] = { graph: graph, labelsKey: labels.join("\u0001") };
     }
   } else {

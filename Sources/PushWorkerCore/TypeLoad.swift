@@ -11,9 +11,12 @@ extension JobDispatcher {
         /// How long the oldest running job has held its slot, or `nil` when none runs.
         public var oldestRunningAge: Duration?
 
-        /// Creates a load with no jobs.
-        public init(type: String?) {
+        /// Creates a load (default: no jobs).
+        public init(type: String?, running: Int = 0, waiting: Int = 0, oldestRunningAge: Duration? = nil) {
             self.type = type
+            self.running = running
+            self.waiting = waiting
+            self.oldestRunningAge = oldestRunningAge
         }
     }
 }
