@@ -1,6 +1,7 @@
 import Foundation
 import PushWorkerCore
 import PushWorkerKafka
+import PushWorkerEndpoints
 import PushWorkerMetrics
 @testable import PushWorker
 import Testing
@@ -139,5 +140,45 @@ struct StatusPageUnitTests {
             try ServiceConfiguration.load(json5: Data(#"{ statusPage: { publishIntervalMs: 0 } }"#.utf8), environment: [:])
         }
         #expect(configuration.effectiveDescription().contains("\"ops-status\""))
+    }
+}
+
+/// The page's routes with and without the plotting library's files.
+struct StatusPageAssetsTests {
+    static let document: @Sendable () -> StatusDocument = {
+        StatusBoard(settings: StatusPageConfiguration(), groupId: "g").document(assignment: [])
+    }
+
+    @Test func missingDygraphsLeaves404sAndTheDocumentSaysSo() throws {
+        let assets = StatusPageAssets(directory: "/nonexistent-\(UUID().uuidString)")
+        #expect(!assets.available)
+        let routes = assets.routes(document: Self.document)
+        let request = EndpointRequest(method: "GET", path: "/static/dygraph.min.js")
+        #expect(routes["/static/dygraph.min.js"]?(request).status == 404)
+        #expect(routes["/static/dygraph.min.css"]?(request).status == 404)
+        let page = try #require(routes["/"]?(EndpointRequest(method: "GET", path: "/")))
+        #expect(page.status == 200)
+        #expect(String(decoding: page.body, as: UTF8.self).contains("libjs-dygraphs"), "the page's note says what to install")
+        let json = try #require(routes["/status.json"]?(EndpointRequest(method: "GET", path: "/status.json")))
+        #expect(json.contentType == "application/json")
+        let decoded = try JSONDecoder().decode(StatusDocument.self, from: Data(json.body))
+        #expect(decoded.schema == 1)
+        #expect(decoded.plots.library == "dygraphs")
+    }
+
+    @Test func presentFilesAreServedAsTheyAre() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dygraphs-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "var Dygraph = 1;".write(to: directory.appendingPathComponent("dygraph.min.js"), atomically: true, encoding: .utf8)
+        try ".dygraph-legend {}".write(to: directory.appendingPathComponent("dygraph.min.css"), atomically: true, encoding: .utf8)
+        let assets = StatusPageAssets(directory: directory.path)
+        #expect(assets.available)
+        let routes = assets.routes(document: Self.document)
+        let script = try #require(routes["/static/dygraph.min.js"]?(EndpointRequest(method: "GET", path: "/static/dygraph.min.js")))
+        #expect(script.status == 200)
+        #expect(script.body == Array("var Dygraph = 1;".utf8))
+        #expect(script.contentType.hasPrefix("text/javascript"))
+        #expect(routes["/static/dygraph.min.css"]?(EndpointRequest(method: "GET", path: "/static/dygraph.min.css")).contentType.hasPrefix("text/css") == true)
     }
 }
