@@ -226,7 +226,8 @@ public final class PushWorkerService: Sendable {
             throw EndpointServerError(error.code, host: error.host, port: error.port,
                 "cannot start the HTTP server on \(settings.host):\(settings.port): \(error.message); check httpServer.host / httpServer.port (PUSHWORKER_HTTP_HOST / PUSHWORKER_HTTP_PORT)")
         }
-        logger.info("http server listening on http://\(server.address) (\(board == nil ? "" : "/ status page, /status.json, ")/metrics, /healthz, /readyz)")
+        logger.info("http server listening on http://\(server.address) (/metrics, /healthz, /readyz)")
+        if board != nil { logger.info("status page on http://\(server.address)/ (data: /status.json)") }
         return server
     }
 
