@@ -58,23 +58,40 @@ final class StatusTopicExchange: Sendable {
     private func publishUntilStopped() async {
         let board = self.board
         let topic = settings.topic
-        let producer: KafkaProducer
+        // Held here and dropped on a dedicated thread at the end: freeing the client (`rd_kafka_destroy`)
+        // joins librdkafka's threads and must not block the cooperative pool.
+        let holder = Mutex<KafkaProducer?>(nil)
         do {
-            producer = try KafkaProducer(configuration: producerProperties, logHandler: logHandler, onDelivery: { reports in
+            let producer = try KafkaProducer(configuration: producerProperties, logHandler: logHandler, onDelivery: { reports in
                 if let failed = reports.first(where: { $0.error != nil }), let error = failed.error {
                     board.publishProblem("cannot write to the status topic \(topic): \(error.message)")
                 } else {
                     board.publishProblem(nil)
                 }
             })
+            holder.withLock { $0 = producer }
         } catch {
             board.publishProblem("cannot create the status producer: \(error)")
             await waitUntilStopped()
             return
         }
+        await publishLoop(holder)
+        _ = try? await DedicatedThread.run(name: "pushworker-status-release") {
+            let last = holder.withLock { producer in
+                defer { producer = nil }
+                return producer
+            }
+            _ = last  // dropped here, on this thread
+        }
+    }
+
+    /// Publishes this member's snapshot every publish interval until stopped, then flushes (at most 1 s).
+    private func publishLoop(_ holder: borrowing Mutex<KafkaProducer?>) async {
+        guard let producer = holder.withLock({ $0 }) else { return }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let key = Array(board.instanceId.utf8)
+        let topic = settings.topic
         while !isStopped {
             do {
                 let value = try encoder.encode(board.ownStatus())
