@@ -18,7 +18,9 @@ import Synchronization
 ///
 /// While ``run()`` runs, and when ``ServiceConfiguration/httpServer`` is enabled, an HTTP server serves
 /// `/metrics` (Prometheus text format), `/healthz` (liveness) and `/readyz` (readiness); see the README's
-/// "Metrics and health".
+/// "Metrics and health". With ``ServiceConfiguration/statusPage`` enabled (the default) it also serves the
+/// status page `/` and `/status.json`, and the service publishes its snapshot to the status topic and
+/// reads the group's (docs/operations.md, "Status page").
 public final class PushWorkerService: Sendable {
     private let configuration: ServiceConfiguration
     private let registry: WorkerRegistry
