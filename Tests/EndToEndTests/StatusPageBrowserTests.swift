@@ -111,6 +111,50 @@ struct StatusPageBrowserTests {
         #expect(!dom.contains(marker), "no payload on the page")
     }
 
+    @Test(.enabled(if: BrowserTool.runs, "chromium is not installed (apt-get install chromium); set PUSHWORKER_REQUIRE_TOOLS=1 to fail instead"))
+    func withoutDygraphsThePageShowsTablesAndSaysWhy() async throws {
+        let chromium = try BrowserTool.require()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushworker-status-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("pushworker.json5")
+        let missing = directory.appendingPathComponent("no-dygraphs").path
+        try """
+            {
+              workers: { ok: { kind: "noop", result: "newData" } },
+              httpServer: { host: "127.0.0.1", port: 0 },
+              statusPage: { sampleIntervalMs: 200, publishIntervalMs: 500, dygraphsPath: "\(missing)" },
+            }
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let dev = try startPushworker(["dev", "--config", config.path])
+        let port = try await Self.httpPort(of: dev)
+        let base = "http://127.0.0.1:\(port)"
+        #expect(try await HTTPProbe.request(base + "/static/dygraph.min.js").status == 404)
+        // A few samples (of an idle service: rows of zeros).
+        let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+        while ContinuousClock.now < deadline {
+            let body = try await HTTPProbe.request(base + "/status.json").body
+            if try JSONDecoder().decode(StatusSummary.self, from: Data(body.utf8)).samples.count >= 3 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let browser = try await RunningCommand.run(URL(fileURLWithPath: chromium), [
+            "--headless", "--disable-gpu", "--no-sandbox", "--user-data-dir=\(directory.appendingPathComponent("chromium-profile").path)",
+            "--virtual-time-budget=3000", "--dump-dom", base + "/",
+        ], environment: ["LD_PRELOAD": ""], timeout: .seconds(60))
+        dev.signal(SIGTERM)
+        #expect(try await dev.waitForExit(timeout: .seconds(30)) == 0)
+        let dom = browser.stdout.joined(separator: "\n")
+        #expect(dom.contains(#"class="banner" id="noplots""#), "the note about the missing library shows")
+        #expect(dom.contains(missing), "the note names the path looked in")
+        // The plots whose series exist from the first sample are tables of samples; the others (results by
+        // type, durations, lag) have no series on an idle service and say "no data yet". Nothing is drawn.
+        for plot in ["plot-records", "plot-jobs", "plot-waiting", "plot-events"] {
+            #expect(dom.contains(#"id="\#(plot)" data-points="0" data-fallback="table""#), "\(plot) is a table: \(dom.prefix(3000))")
+        }
+        #expect(!dom.contains("<canvas"), "no plot drawn")
+        #expect(dev.stderr.contains("the status page's plotting library is missing"))
+    }
+
     /// The parts of `/status.json` the test waits for.
     struct StatusSummary: Decodable {
         struct Sample: Decodable { var recordsPerSecond: Double }
