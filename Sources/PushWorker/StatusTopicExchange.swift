@@ -15,6 +15,8 @@ final class StatusTopicExchange: Sendable {
     /// How far back each status partition is read at start: 500 records. Older snapshots than
     /// ``StatusPageConfiguration/memberTimeout`` are ignored anyway.
     static let recentRecords: Int64 = 500
+    /// How long the reader waits for the status topic's metadata and for each partition's watermarks: 1 s.
+    static let requestTimeoutMs: Int32 = 1000
 
     private let board: StatusBoard
     private let settings: StatusPageConfiguration
@@ -136,10 +138,13 @@ final class StatusTopicExchange: Sendable {
             if !assigned && ContinuousClock.now >= nextAttempt {
                 do {
                     var offsets: [TopicPartitionOffset] = []
-                    for partition in try consumer.partitions(of: topic, timeoutMs: 2000) {
-                        let (low, high) = try consumer.watermarks(partition, timeoutMs: 2000)
+                    // Short waits, and none once stopped: a stop waits for this thread, also with the
+                    // brokers down.
+                    for partition in try consumer.partitions(of: topic, timeoutMs: Self.requestTimeoutMs) where !isStopped {
+                        let (low, high) = try consumer.watermarks(partition, timeoutMs: Self.requestTimeoutMs)
                         offsets.append(TopicPartitionOffset(partition, offset: max(low, high - Self.recentRecords)))
                     }
+                    if isStopped { break }
                     try consumer.assign(offsets)
                     assigned = true
                     board.readProblem(nil)
