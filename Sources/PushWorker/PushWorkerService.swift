@@ -18,7 +18,9 @@ import Synchronization
 ///
 /// While ``run()`` runs, and when ``ServiceConfiguration/httpServer`` is enabled, an HTTP server serves
 /// `/metrics` (Prometheus text format), `/healthz` (liveness) and `/readyz` (readiness); see
-/// docs/metrics.md.
+/// docs/metrics.md. With ``ServiceConfiguration/statusPage`` enabled (the default) it also serves the
+/// status page `/` and `/status.json`, and the service publishes its snapshot to the status topic and
+/// reads the group's (docs/operations.md, "Status page").
 public final class PushWorkerService: Sendable {
     private let configuration: ServiceConfiguration
     private let registry: WorkerRegistry
@@ -179,12 +181,13 @@ public final class PushWorkerService: Sendable {
             startsAtEarliest: ["earliest", "smallest", "beginning"].contains(consumerProperties["auto.offset.reset"]),
             outputTopics: configuration.outputTopics)
         let health = HealthRelay()
+        let board = configuration.statusPage.enabled ? StatusBoard(settings: configuration.statusPage, groupId: configuration.groupId) : nil
         if configuration.httpServer.enabled {
-            let server = try startHTTPServer(metrics: metrics, health: health)
+            let server = try startHTTPServer(metrics: metrics, health: health, board: board)
             serverBox.withLock { $0 = server }
         }
         do {
-            try await runPipeline(consumerProperties: consumerProperties, metrics: metrics, health: health)
+            try await runPipeline(consumerProperties: consumerProperties, metrics: metrics, health: health, board: board)
         } catch {
             await stopHTTPServer()
             throw error
@@ -192,13 +195,24 @@ public final class PushWorkerService: Sendable {
         await stopHTTPServer()
     }
 
-    private func startHTTPServer(metrics: ServiceMetrics, health: HealthRelay) throws -> EndpointServer {
+    private func startHTTPServer(metrics: ServiceMetrics, health: HealthRelay, board: StatusBoard?) throws -> EndpointServer {
         let settings = configuration.httpServer
         let httpLogger = PushWorkerLogger(label: "pushworker.http")
         let workerMetrics = registry.metrics
+        var statusRoutes: [String: EndpointHandler] = [:]
+        if let board {
+            let assets = StatusPageAssets(directory: configuration.statusPage.dygraphsPath)
+            board.plotsAvailable.store(assets.available, ordering: .relaxed)
+            if !assets.available {
+                logger.warning("the status page's plotting library is missing: the page shows tables instead of plots", metadata: [
+                    "statusPage.dygraphsPath": configuration.statusPage.dygraphsPath, "install": "apt-get install libjs-dygraphs",
+                ])
+            }
+            statusRoutes = assets.routes { [weak metrics] in board.document(assignment: metrics?.assigned ?? []) }
+        }
         let server: EndpointServer
         do {
-            server = try EndpointServer(host: settings.host, port: settings.port, routes: [
+            server = try EndpointServer(host: settings.host, port: settings.port, routes: statusRoutes.merging([
                 "/metrics": { _ in
                     EndpointResponse(status: 200, contentType: MetricsRegistry.contentType, body: Array(metrics.exposition(including: workerMetrics).utf8))
                 },
@@ -206,7 +220,7 @@ public final class PushWorkerService: Sendable {
                 "/readyz": { _ in
                     health.current?.readiness() ?? ServiceHealth.readinessResponse(broker: false, group: false, assigned: false, serving: true)
                 },
-            ], logHandler: { message in httpLogger.warning("libmicrohttpd: \(message)") })
+            ]) { status, _ in status }, logHandler: { message in httpLogger.warning("libmicrohttpd: \(message)") })
         } catch let error where error.code == .addressInUse {
             throw EndpointServerError(.addressInUse, host: error.host, port: error.port,
                 "cannot start the HTTP server: port \(error.port) on \(error.host) is already in use; choose another port with httpServer.port in the config file or PUSHWORKER_HTTP_PORT (0 = any free port), or turn the server off with httpServer.enabled: false (PUSHWORKER_HTTP_ENABLED=false)")
@@ -215,6 +229,7 @@ public final class PushWorkerService: Sendable {
                 "cannot start the HTTP server on \(settings.host):\(settings.port): \(error.message); check httpServer.host / httpServer.port (PUSHWORKER_HTTP_HOST / PUSHWORKER_HTTP_PORT)")
         }
         logger.info("http server listening on http://\(server.address) (/metrics, /healthz, /readyz)")
+        if board != nil { logger.info("status page on http://\(server.address)/ (data: /status.json)") }
         return server
     }
 
@@ -242,11 +257,11 @@ public final class PushWorkerService: Sendable {
 
     /// Runs the pipeline, then drops the last reference to its consumer on a dedicated thread:
     /// `rd_kafka_destroy` joins librdkafka's threads and must not block the cooperative pool.
-    private func runPipeline(consumerProperties: KafkaConfiguration, metrics: ServiceMetrics, health: HealthRelay) async throws {
+    private func runPipeline(consumerProperties: KafkaConfiguration, metrics: ServiceMetrics, health: HealthRelay, board: StatusBoard?) async throws {
         let release = ConsumerRelease()
         let outcome: Result<Void, any Error>
         do {
-            try await runPipeline(consumerProperties: consumerProperties, metrics: metrics, health: health, release: release)
+            try await runPipeline(consumerProperties: consumerProperties, metrics: metrics, health: health, board: board, release: release)
             outcome = .success(())
         } catch {
             outcome = .failure(error)
@@ -257,7 +272,7 @@ public final class PushWorkerService: Sendable {
         try outcome.get()
     }
 
-    private func runPipeline(consumerProperties: KafkaConfiguration, metrics: ServiceMetrics, health: HealthRelay, release: ConsumerRelease) async throws {
+    private func runPipeline(consumerProperties: KafkaConfiguration, metrics: ServiceMetrics, health: HealthRelay, board: StatusBoard?, release: ConsumerRelease) async throws {
         let tracker = OffsetTracker()
         let executor = BudgetedExecutor(logger: PushWorkerLogger(label: "pushworker.executor"), observer: { event in metrics.budgetEvent(event) })
         let kafkaLog = PushWorkerLogger(label: "pushworker.librdkafka").kafkaLogHandler
@@ -328,6 +343,8 @@ public final class PushWorkerService: Sendable {
                     switch output {
                     case .result(let result, let input, let retry):
                         if result.worker != nil { metrics.workerRan(type: result.type, durationMs: result.durationMs) }
+                        // The status page's table of recent failures (a lock per failed result only).
+                        if result.result == .failed, let board { board.recordFailed(result) }
                         // One line per result at debug level (built only when debug is on).
                         logger.debug("result", metadata: Self.metadata(of: result))
                         if let retry {
@@ -395,6 +412,15 @@ public final class PushWorkerService: Sendable {
             "retryTopic": configuration.retries.enabled ? retryTopic : "(off)",
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }
+        // The status page: samples on a timer, and this member's snapshot to and the group's from the
+        // status topic (StatusPageConfiguration).
+        let exchange = board.map { StatusTopicExchange(board: $0, configuration: configuration, logger: logger, logHandler: kafkaLog) }
+        var statusTasks: [Task<Void, Never>] = []
+        if let board {
+            let interval = configuration.statusPage.sampleInterval
+            statusTasks.append(Task { await StatusSampler.run(board: board, metrics: metrics, dispatcher: dispatcher, consumer: consumer, interval: interval) })
+        }
+        if let exchange { statusTasks.append(Task { await exchange.run() }) }
         var failure: Error?
         do {
             try await DedicatedThread.run(name: "pushworker-consumer") { [self] in
@@ -405,6 +431,11 @@ public final class PushWorkerService: Sendable {
             logger.error("consumer failed; stopping", metadata: ["error": "\(error)"])
             failure = error
         }
+        // The member no longer takes records: it stops publishing its snapshot (the others drop it after
+        // the member timeout) and sampling. The tasks hold the consumer: they end before it is released.
+        exchange?.stop()
+        for task in statusTasks { task.cancel() }
+        for task in statusTasks { await task.value }
         // The loop has let running jobs finish or reach their deadline (or, on a fast stop, cut them short);
         // now deliver their results. A fast stop, now or during this wait, shortens the wait.
         let fastStopMs = min(drainTimeoutMs, Int(Self.fastStopDeliveryTimeout.components.seconds) * 1000)

@@ -48,6 +48,7 @@ extension ServiceConfiguration {
         let named = inputTopics.filter { !$0.hasPrefix("^") }.map { ("inputTopics", $0) }
         for (key, name) in named + [("resultsTopic", resultsTopic)] + (deadLetter.map { [("deadLetter.topic", $0.topic)] } ?? [])
             + (retries.enabled ? [("retries.topic", retries.topic)] : [])
+            + (statusPage.enabled ? [("statusPage.topic", statusPage.topic)] : [])
         where !name.isEmpty && !Self.isLegalTopicName(name) {
             throw ConfigurationError(.invalidValue, key: key, "'\(name)' is not a legal Kafka topic name (1–249 characters from a-z, A-Z, 0-9, '.', '_' and '-')")
         }
@@ -71,6 +72,13 @@ extension ServiceConfiguration {
             }
             if topic == deadLetter?.topic {
                 throw ConfigurationError(.invalidValue, key: "retries.topic", "'\(topic)' is also the dead-letter topic; dead letters would run again at once, in a loop")
+            }
+        }
+        if statusPage.enabled {
+            let topic = statusPage.topic
+            if topic.isEmpty { throw ConfigurationError(.invalidValue, key: "statusPage.topic", "must not be empty; turn the status page off with statusPage.enabled: false") }
+            if subscribedTopics.contains(topic) || outputTopics.contains(topic) {
+                throw ConfigurationError(.invalidValue, key: "statusPage.topic", "'\(topic)' is also an input, results, dead-letter or retry topic; the status topic must be a topic of its own")
             }
         }
         if groupId.isEmpty { throw ConfigurationError(.invalidValue, key: "groupId", "must not be empty") }

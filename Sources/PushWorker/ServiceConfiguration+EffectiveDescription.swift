@@ -106,6 +106,13 @@ extension ServiceConfiguration {
             "httpServer": .object([
                 "enabled": .bool(httpServer.enabled), "host": .string(httpServer.host), "port": .int(Int64(httpServer.port)),
             ]),
+            "statusPage": .object([
+                "enabled": .bool(statusPage.enabled), "topic": .string(statusPage.topic),
+                "publishIntervalMs": .int(statusPage.publishInterval.wholeMilliseconds),
+                "sampleIntervalMs": .int(statusPage.sampleInterval.wholeMilliseconds),
+                "samples": .int(Int64(statusPage.samples)), "failures": .int(Int64(statusPage.failures)),
+                "dygraphsPath": .string(statusPage.dygraphsPath),
+            ]),
             "health": .object(["stuckResultsAfterMs": .int(health.stuckResultsAfter.wholeMilliseconds)]),
             "workerSettings": effectiveWorkerSettings,
         ])

@@ -15,6 +15,7 @@ extension ServiceConfiguration {
         ("PUSHWORKER_HTTP_ENABLED", "httpServer.enabled (true or false)"),
         ("PUSHWORKER_HTTP_HOST", "httpServer.host"),
         ("PUSHWORKER_HTTP_PORT", "httpServer.port (0 = any free port)"),
+        ("PUSHWORKER_STATUS_PAGE_ENABLED", "statusPage.enabled (true or false): the status page, /status.json and status publishing"),
         ("PUSHWORKER_EXACTLY_ONCE", "exactlyOnce.enabled (true or false)"),
         ("PUSHWORKER_TRANSACTIONAL_ID", "exactlyOnce.transactionalId (this member's transactional.id, stable across its restarts)"),
         ("PUSHWORKER_GROUP_INSTANCE_ID", "consumer.\"group.instance.id\" (static membership, e.g. the pod name)"),
@@ -57,6 +58,13 @@ extension ServiceConfiguration {
             case "true", "1", "yes": httpServer.enabled = true
             case "false", "0", "no": httpServer.enabled = false
             default: throw ConfigurationError(.invalidValue, key: "PUSHWORKER_HTTP_ENABLED", "must be true or false, got '\(value)'")
+            }
+        }
+        if let value = environment["PUSHWORKER_STATUS_PAGE_ENABLED"], !value.isEmpty {
+            switch value.lowercased() {
+            case "true", "1", "yes": statusPage.enabled = true
+            case "false", "0", "no": statusPage.enabled = false
+            default: throw ConfigurationError(.invalidValue, key: "PUSHWORKER_STATUS_PAGE_ENABLED", "must be true or false, got '\(value)'")
             }
         }
         if let value = environment["PUSHWORKER_HTTP_HOST"], !value.isEmpty { httpServer.host = value }

@@ -117,6 +117,16 @@ extension ServiceConfiguration {
             if let value = try http.int("port", min: 0, max: 65_535) { httpServer.port = UInt16(clamping: value) }  // 0…65535: exact
             try http.finish()
         }
+        if var section = try reader.object("statusPage") {
+            if let value = try section.bool("enabled") { statusPage.enabled = value }
+            if let value = try section.string("topic") { statusPage.topic = value }
+            if let value = try section.int("publishIntervalMs", min: 100, max: 3_600_000) { statusPage.publishInterval = .milliseconds(value) }
+            if let value = try section.int("sampleIntervalMs", min: 100, max: 3_600_000) { statusPage.sampleInterval = .milliseconds(value) }
+            if let value = try section.int("samples", min: 2, max: 100_000) { statusPage.samples = value }
+            if let value = try section.int("failures", min: 1, max: 10_000) { statusPage.failures = value }
+            if let value = try section.string("dygraphsPath") { statusPage.dygraphsPath = value }
+            try section.finish()
+        }
         if var section = try reader.object("health") {
             if let value = try section.int("stuckResultsAfterMs", min: 1) { health.stuckResultsAfter = .milliseconds(value) }
             try section.finish()

@@ -88,6 +88,10 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// The HTTP server of `/metrics`, `/healthz` and `/readyz` (`httpServer`): enabled on 0.0.0.0:9400 by
     /// default.
     public var httpServer = HTTPServerConfiguration()
+    /// The status page and the group's status topic (`statusPage`): on by default, topic `push-status`
+    /// (``StatusPageConfiguration``). The page is served only while ``httpServer`` is enabled; the
+    /// snapshot is published whenever this is enabled, so members without a server still show on others' pages.
+    public var statusPage = StatusPageConfiguration()
     /// Thresholds of the health checks (`health`): `/readyz` fails once a result has waited 60 s for the
     /// broker's acknowledgement, by default.
     public var health = HealthConfiguration()

@@ -11,7 +11,7 @@ struct DevCommand {
     Usage: pushworker dev [--config FILE] [--broker-only] [--samples] [--brokers N]
 
     Starts an embedded Kafka cluster (librdkafka's mock cluster, on loopback), creates the input and results
-    topics, and runs the service on it. The first stdout line is 'bootstrap.servers=HOST:PORT[,...]'; then
+    topics (and the status page's topic), and runs the service on it. The first stdout line is 'bootstrap.servers=HOST:PORT[,...]'; then
     each result is printed as one JSON line once the cluster has acknowledged it. SIGTERM/SIGINT stops.
     The service's consumer gets fetch.wait.max.ms=10 unless the configuration sets it: the embedded broker
     answers a fetch that finds no new record only after fetch.wait.max.ms (a real broker answers as soon
@@ -55,7 +55,7 @@ struct DevCommand {
         let cluster = try EmbeddedKafkaCluster(brokers: brokers, logHandler: PushWorkerLogger(label: "pushworker.embedded-cluster").kafkaLogHandler)
         defer { cluster.shutdown() }
         let replication = min(brokers, 3)
-        let topics = configuration.inputTopics + configuration.outputTopics
+        let topics = configuration.inputTopics + configuration.outputTopics + (configuration.statusPage.enabled ? [configuration.statusPage.topic] : [])
         for topic in topics {
             try cluster.createTopic(topic, partitions: configuration.devPartitions, replicationFactor: replication)
         }

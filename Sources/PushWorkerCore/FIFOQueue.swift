@@ -11,6 +11,11 @@ struct FIFOQueue<Element> {
 
     mutating func append(_ element: Element) { storage.append(element) }
 
+    /// Calls `body` with each element, front first.
+    func forEach(_ body: (Element) -> Void) {
+        for case let element? in storage[head...] { body(element) }
+    }
+
     mutating func popFirst() -> Element? {
         guard head < storage.count else { return nil }
         let element = storage[head]

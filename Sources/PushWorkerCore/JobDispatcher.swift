@@ -288,6 +288,10 @@ public final class JobDispatcher: Sendable {
         var workerName: String
         /// Whether the worker has a `maxConcurrent` (its running jobs are counted by name).
         var hasWorkerLimit: Bool
+        /// The job's payload `type` (for ``JobDispatcher/loadByType()``).
+        var type: String?
+        /// When the job took its slot (``WallClock/monotonicNs()``).
+        var startedNs: Int64
 
         init(_ pending: Pending, run: WorkerRun) {
             self.run = run
@@ -295,6 +299,8 @@ public final class JobDispatcher: Sendable {
             key = pending.job.key
             workerName = pending.worker.name
             hasWorkerLimit = pending.worker.maxConcurrent != nil
+            type = pending.job.type
+            startedNs = WallClock.monotonicNs()
         }
     }
 
@@ -422,6 +428,29 @@ public final class JobDispatcher: Sendable {
     public var runningCount: Int { state.withLock { $0.running } }
     /// Routed jobs waiting for a slot or for their key (their budget has not started).
     public var waitingCount: Int { state.withLock { $0.waiting } }
+
+    /// What runs and waits now, by payload `type` (`nil` for records without one), sorted by type; read by
+    /// the status page every few seconds, never on the per-record path. Walks the running jobs and the
+    /// waiting queues under the dispatcher's lock: O(jobs taken), at most `maxBufferedRecords`.
+    public func loadByType() -> [TypeLoad] {
+        let nowNs = WallClock.monotonicNs()
+        let byType = state.withLock { state -> [String?: TypeLoad] in
+            var byType: [String?: TypeLoad] = [:]
+            for active in state.active.values {
+                var load = byType[active.type] ?? TypeLoad(type: active.type)
+                load.running += 1
+                load.oldestRunningAge = max(load.oldestRunningAge ?? .zero, .nanoseconds(max(0, nowNs - active.startedNs)))
+                byType[active.type] = load
+            }
+            var waiting: [String?: Int] = [:]
+            state.ready.forEach { waiting[$0.job.type, default: 0] += 1 }
+            for queue in state.blocked.values { queue.forEach { waiting[$0.job.type, default: 0] += 1 } }
+            for queue in state.keyQueues.values { queue.forEach { waiting[$0.job.type, default: 0] += 1 } }
+            for (type, count) in waiting { byType[type, default: TypeLoad(type: type)].waiting = count }
+            return byType
+        }
+        return byType.values.sorted { ($0.type ?? "") < ($1.type ?? "") }
+    }
 
     /// Validates, routes and queues `records`, in order.
     public func submit(_ records: [InputRecord]) {

@@ -63,7 +63,8 @@ public final class PushWorkerTestHarness: Sendable {
     ///   - brokers: brokers of the embedded cluster (default 1; more to take one down, or move a partition's
     ///     leader or the group's coordinator to another, while the others serve).
     ///   - configure: changes to the configuration (topic and group names are unique already; the HTTP
-    ///     server of `/metrics`, `/healthz` and `/readyz` is off unless turned on here).
+    ///     server of `/metrics`, `/healthz` and `/readyz`, and the status page with its status topic, are
+    ///     off unless turned on here).
     /// - Throws: ``KafkaError`` if the cluster or the clients cannot start.
     public static func start(
         registry: WorkerRegistry,
@@ -88,10 +89,15 @@ public final class PushWorkerTestHarness: Sendable {
         // `$0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)` and read the
         // port from `harness.service.httpServerPort`.
         configuration.httpServer.enabled = false
+        // Off by default too, so tests that do not look at the status page run no status clients; turn it on
+        // with `$0.statusPage.enabled = true` (its topic is unique and created here).
+        configuration.statusPage.enabled = false
+        configuration.statusPage.topic = "push-status-\(suffix)"
         configure(&configuration)
         for topic in configuration.inputTopics + configuration.outputTopics {
             try cluster.createTopic(topic, partitions: partitions)
         }
+        if configuration.statusPage.enabled { try cluster.createTopic(configuration.statusPage.topic, partitions: 1) }
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
         return PushWorkerTestHarness(cluster: cluster, configuration: configuration, registry: registry, producer: producer)
     }
