@@ -31,18 +31,36 @@ enum PayloadScan {
 /// The single pass's part of the scanner: each read returns `nil` or `false` at the first byte that is not
 /// what strict JSON allows there, with `index` left anywhere.
 extension JSONScanner {
+    /// ``peek()`` inlined here: the single pass calls it a few dozen times per value, and the scanner's
+    /// own is a call into another module.
+    @inline(__always)
+    func strictPeek() -> UInt8? {
+        index < bytes.count ? bytes[index] : nil
+    }
+
+    /// ``skipWhitespace()`` inlined here (see ``strictPeek()``).
+    @inline(__always)
+    mutating func strictSkipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
     /// The top-level object and its envelope (see ``PayloadScan/read(_:)``).
     mutating func strictEnvelope() -> PayloadEnvelope? {
-        skipWhitespace()
-        guard peek() == UInt8(ascii: "{") else { return nil }
+        strictSkipWhitespace()
+        guard strictPeek() == UInt8(ascii: "{") else { return nil }
         index += 1
-        skipWhitespace()
+        strictSkipWhitespace()
         var envelope = PayloadEnvelope()
         // The same default as the envelope scan's (PayloadEnvelope.swift).
         var apsProblem: String? = "no aps dictionary; a background push needs \"aps\": {\"content-available\": 1}"
         var seenAps = false
         var seenType = false
-        if peek() == UInt8(ascii: "}") {
+        if strictPeek() == UInt8(ascii: "}") {
             index += 1
         } else {
             members: while true {
@@ -54,7 +72,7 @@ extension JSONScanner {
                 } else if strictKey(key, is: "type") {
                     guard !seenType else { return nil }
                     seenType = true
-                    if peek() == UInt8(ascii: "\"") {
+                    if strictPeek() == UInt8(ascii: "\"") {
                         guard let string = strictString(), let text = strictText(string) else { return nil }
                         envelope.type = text
                     } else if !strictValue(level: 1) {
@@ -63,11 +81,11 @@ extension JSONScanner {
                 } else if !strictValue(level: 1) {
                     return nil
                 }
-                skipWhitespace()
-                switch peek() {
+                strictSkipWhitespace()
+                switch strictPeek() {
                 case UInt8(ascii: ","):
                     index += 1
-                    skipWhitespace()
+                    strictSkipWhitespace()
                 case UInt8(ascii: "}"):
                     index += 1
                     break members
@@ -76,7 +94,7 @@ extension JSONScanner {
                 }
             }
         }
-        skipWhitespace()
+        strictSkipWhitespace()
         guard index == bytes.count else { return nil }
         envelope.silentProblem = apsProblem
         return envelope
@@ -86,14 +104,14 @@ extension JSONScanner {
     /// `content-available` is 1), or `nil` when the bytes are not strict JSON or `content-available` is
     /// duplicated.
     mutating func strictAps() -> String?? {
-        guard peek() == UInt8(ascii: "{") else {
+        guard strictPeek() == UInt8(ascii: "{") else {
             return strictValue(level: 1) ? .some("aps is not a dictionary") : nil
         }
         index += 1
-        skipWhitespace()
+        strictSkipWhitespace()
         var problem: String? = "aps has no content-available; a background push needs \"content-available\": 1"
         var seen = false
-        if peek() == UInt8(ascii: "}") {
+        if strictPeek() == UInt8(ascii: "}") {
             index += 1
             return .some(problem)
         }
@@ -120,11 +138,11 @@ extension JSONScanner {
             } else if !strictValue(level: 2) {
                 return nil
             }
-            skipWhitespace()
-            switch peek() {
+            strictSkipWhitespace()
+            switch strictPeek() {
             case UInt8(ascii: ","):
                 index += 1
-                skipWhitespace()
+                strictSkipWhitespace()
             case UInt8(ascii: "}"):
                 index += 1
                 return .some(problem)
@@ -161,11 +179,11 @@ extension JSONScanner {
 
     /// Reads `"key"`, whitespace, `:` and whitespace; returns the key.
     mutating func strictKey() -> RawString? {
-        guard peek() == UInt8(ascii: "\""), let key = strictString() else { return nil }
-        skipWhitespace()
-        guard peek() == UInt8(ascii: ":") else { return nil }
+        guard strictPeek() == UInt8(ascii: "\""), let key = strictString() else { return nil }
+        strictSkipWhitespace()
+        guard strictPeek() == UInt8(ascii: ":") else { return nil }
         index += 1
-        skipWhitespace()
+        strictSkipWhitespace()
         return key
     }
 
@@ -179,7 +197,16 @@ extension JSONScanner {
         var hasEscapes = false
         var bits: UInt8 = 0
         while index < count {
-            let byte = bytes[index]
+            // The plain run up to the next quote, backslash or control character, in locals.
+            var at = index
+            var byte = bytes[at]
+            while byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") && byte >= 0x20 {
+                bits |= byte
+                at += 1
+                guard at < count else { return nil }
+                byte = bytes[at]
+            }
+            index = at
             if byte == UInt8(ascii: "\"") {
                 let range = start..<index
                 index += 1
@@ -211,9 +238,7 @@ extension JSONScanner {
                 }
                 continue
             }
-            if byte < 0x20 { return nil }
-            bits |= byte
-            index += 1
+            return nil  // a control character
         }
         return nil
     }
@@ -221,7 +246,7 @@ extension JSONScanner {
     /// Reads one value inside a container at nesting `level` (so an array or object value is at `level + 1`),
     /// iteratively however deep it nests; leaves `index` after it.
     mutating func strictValue(level: Int) -> Bool {
-        switch peek() {
+        switch strictPeek() {
         case UInt8(ascii: "{"), UInt8(ascii: "["): return strictContainer(level: level)
         case nil: return false
         default: return strictScalar()
@@ -230,7 +255,7 @@ extension JSONScanner {
 
     /// A string, number, `true`, `false` or `null`.
     mutating func strictScalar() -> Bool {
-        guard let byte = peek() else { return false }
+        guard let byte = strictPeek() else { return false }
         switch byte {
         case UInt8(ascii: "\""): return strictString() != nil
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return strictNumber()
@@ -309,7 +334,7 @@ extension JSONScanner {
                 }
                 open += 1
                 index += 1
-                skipWhitespace()
+                strictSkipWhitespace()
                 guard index < count else { return false }
                 if bytes[index] == (isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
                     index += 1
@@ -332,13 +357,13 @@ extension JSONScanner {
                     closed = false
                 }
                 if open == 0 { return true }
-                skipWhitespace()
+                strictSkipWhitespace()
                 guard index < count else { return false }
                 let isObject = topIsObject()
                 let next = bytes[index]
                 if next == UInt8(ascii: ",") {
                     index += 1
-                    skipWhitespace()
+                    strictSkipWhitespace()
                     if isObject {
                         guard strictKey() != nil else { return false }
                     }
