@@ -71,14 +71,23 @@ final class OffsetTracker: Sendable {
         }
     }
 
-    /// Marks acknowledged results; returns the partitions whose committable offset moved, with it.
+    /// Marks acknowledged results; returns the partitions whose committable offset moved, with it (each
+    /// once, in the order they first moved).
     func complete(_ acknowledged: [(TopicPartition, Int64)]) -> [TopicPartitionOffset] {
         partitions.withLock { partitions in
-            var moved: [TopicPartition: Int64] = [:]
+            // The partitions this batch touches (a handful), each looked up in the table once: a linear
+            // search of them costs less than hashing each acknowledgement's topic-partition twice (the
+            // lookup and a dictionary of moved offsets: about 1.1k instructions per record, callgrind).
+            // The table's indices stay valid: only its values change below, never its keys.
+            var touched: [(tp: TopicPartition, index: Dictionary<TopicPartition, Partition>.Index?, moved: Int64?)] = []
             for (tp, offset) in acknowledged {
-                if let next = partitions[tp]?.complete(offset) { moved[tp] = next }
+                var slot = 0
+                while slot < touched.count, touched[slot].tp.partition != tp.partition || touched[slot].tp.topic != tp.topic { slot += 1 }
+                if slot == touched.count { touched.append((tp, partitions.index(forKey: tp), nil)) }
+                guard let index = touched[slot].index else { continue }  // not tracked (forgotten)
+                if let next = partitions.values[index].complete(offset) { touched[slot].moved = next }
             }
-            return moved.map { TopicPartitionOffset($0.key, offset: $0.value) }
+            return touched.compactMap { entry in entry.moved.map { TopicPartitionOffset(entry.tp, offset: $0) } }
         }
     }
 

@@ -57,6 +57,12 @@ package struct JSONScanner {
     package struct RawString {
         package var range: Range<Int>
         package var hasEscapes: Bool
+
+        /// A string whose contents are the bytes in `range`, escaped if `hasEscapes`.
+        package init(range: Range<Int>, hasEscapes: Bool) {
+            self.range = range
+            self.hasEscapes = hasEscapes
+        }
     }
 
     /// Reads a string starting at its opening quote; leaves `index` after the closing quote. `memchr` finds

@@ -604,7 +604,12 @@ public final class JobDispatcher: Sendable {
     /// The outcome `pending`'s worker gives at once (an ``ImmediateWorker``), unless it is a retryable
     /// failure: that one runs on the executor, whose completion makes the retry.
     private static func immediateOutcome(of pending: Pending) -> WorkerOutcome? {
-        guard let outcome = (pending.worker.worker as? any ImmediateWorker)?.immediateOutcome(for: pending.job), !outcome.retryable else { return nil }
+        let worker = pending.worker.worker
+        // The noop worker by its concrete type first: a cast to a protocol looks the conformance up in the
+        // runtime's table, about 1.4k instructions per record (callgrind); one to a struct compares its
+        // type. Any other ImmediateWorker is still found by the protocol cast.
+        let immediate: (any ImmediateWorker)? = if let noop = worker as? NoopWorker { noop } else { worker as? any ImmediateWorker }
+        guard let outcome = immediate?.immediateOutcome(for: pending.job), !outcome.retryable else { return nil }
         return outcome
     }
 

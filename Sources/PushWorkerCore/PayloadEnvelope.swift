@@ -1,8 +1,11 @@
 /// The envelope of a background push: the top-level `type` string and the `aps.content-available` check,
-/// read exactly in one pass over the value's bytes.
+/// read exactly.
 ///
-/// The bytes must already be known to be one valid JSON object (``PayloadValidator`` checks that with
-/// cJSON first); anything unexpected is still reported as a problem, never a trap. The reader:
+/// ``PayloadScan`` reads it in the validator's single pass, which also checks the syntax. ``read(_:)`` here
+/// is the reference passes' envelope scan: it runs only after the UTF-8 check, the strictness pass and
+/// cJSON have accepted the bytes (for a value the single pass refused), and anything unexpected is still
+/// reported as a problem, never a trap. Both readers share the key comparison and the `content-available`
+/// wording below. The reader:
 /// - decodes the keys `aps`, `type` and `content-available` and the `type` string with every JSON escape
 ///   (RFC 8259 section 7), `\u0000` and surrogate pairs included, and compares them byte for byte: a key
 ///   `"type\u0000x"` is not `type`, a key `"\u0074ype"` is;
@@ -31,8 +34,8 @@ struct PayloadEnvelope: Sendable, Equatable {
     }
 }
 
-/// The envelope's part of the scanner.
-private extension JSONScanner {
+/// The envelope's part of the scanner (``PayloadScan`` shares ``contentAvailableProblem()``).
+extension JSONScanner {
     mutating func readEnvelope() throws(Problem) -> PayloadEnvelope {
         skipWhitespace()
         guard peek() == UInt8(ascii: "{") else { throw Problem(detail: "the value is JSON but not an object") }

@@ -3,10 +3,14 @@ import CCJSON
 /// Checks a record as Apple checks a background push, in the contract's order (section 2, rows 1–4), and
 /// reads its `type`.
 ///
-/// JSON syntax is checked by cJSON (Debian `libcjson-dev`), UTF-8 by the Swift standard library, and what
-/// cJSON lets through that RFC 8259 does not by one strict pass over the bytes. The envelope (`aps`,
-/// `aps.content-available`, `type`) is then read exactly by ``PayloadEnvelope`` (never from cJSON's C
-/// strings, which stop at a `\u0000`). Beyond JSON syntax a value is `failed` / `invalidPayload` when:
+/// A value is read once, by ``PayloadScan``: one pass over the bytes that checks strict JSON (RFC 8259, as
+/// far as cJSON also accepts it) and valid UTF-8 and reads the envelope (`aps`, `aps.content-available`,
+/// `type`) exactly. A value that pass refuses goes through the reference passes, which decide its verdict
+/// and word its detail: UTF-8 by the Swift standard library, what cJSON lets through that RFC 8259 does not
+/// by a strictness pass over the bytes, JSON syntax by cJSON (Debian `libcjson-dev`), then the envelope by
+/// ``PayloadEnvelope`` (never from cJSON's C strings, which stop at a `\u0000`). Both give the same verdict
+/// for every value (the tests and the fuzz target compare them). Beyond JSON syntax a value is `failed` /
+/// `invalidPayload` when:
 /// - it nests arrays and objects more than ``maxNestingDepth`` levels deep (the object itself is level 1);
 /// - it has the key `aps` or `type` twice at the top level, or `content-available` twice inside `aps`.
 ///
@@ -36,6 +40,10 @@ public struct PayloadValidator: Sendable {
         self.maxPayloadBytes = maxPayloadBytes
     }
 
+    /// Whether ``check(value:apnsExpiration:nowMs:)`` reads the value with the single pass first (`false`
+    /// only in ``validateByReferencePasses(value:apnsExpirationHeader:nowMs:)``).
+    private var singlePass = true
+
     /// Checks `value` and the `apns-expiration` header at `nowMs` (UNIX milliseconds).
     ///
     /// - Parameter apnsExpiration: the `apns-expiration` header text (UNIX seconds), or `nil` if absent.
@@ -51,6 +59,32 @@ public struct PayloadValidator: Sendable {
         check(value: value, apnsExpiration: apnsExpirationHeader, nowMs: nowMs).verdict
     }
 
+    /// ``validate(value:apnsExpirationHeader:nowMs:)`` through the reference passes alone (the UTF-8 check,
+    /// the strictness pass, cJSON and the envelope scan, without the single pass), for the tests and the
+    /// fuzz target: its verdict must be the same as `validate`'s for every value, detail included.
+    @_spi(Reference)
+    public func validateByReferencePasses(value: [UInt8]?, apnsExpirationHeader: [UInt8]?, nowMs: Int64) -> Verdict {
+        var reference = self
+        reference.singlePass = false
+        return reference.check(value: value, apnsExpiration: apnsExpirationHeader, nowMs: nowMs).verdict
+    }
+
+    /// Whether the single pass (``PayloadScan``) reads `value` itself (`true`), or leaves it to the reference
+    /// passes (`false`): `true` exactly for the values the reference passes take past row 2 (accepted, or
+    /// rejected by rows 3 and 4), whatever the size limit; for the tests and the fuzz target.
+    @_spi(Reference)
+    public static func singlePassReads(_ value: [UInt8]) -> Bool {
+        PayloadScan.read(value) != nil
+    }
+
+    /// Whether the reference passes take `value` past row 2 (it is one strict JSON object without a
+    /// duplicated envelope key), whatever the size limit; for the tests and the fuzz target.
+    @_spi(Reference)
+    public static func referencePassesRead(_ value: [UInt8]) -> Bool {
+        if case .success = referenceEnvelope(value) { return true }
+        return false
+    }
+
     /// ``validate(value:apnsExpirationHeader:nowMs:)`` and the payload's string `type` when it was read
     /// (also for records rejected by rows 3 and 4), for the result's `type` field.
     func check(value: [UInt8]?, apnsExpiration: [UInt8]?, nowMs: Int64) -> (verdict: Verdict, type: String?) {
@@ -64,22 +98,18 @@ public struct PayloadValidator: Sendable {
         if value.isEmpty {
             return (.rejected(.failed, .invalidPayload, detail: "the record value is empty; expected a JSON object"), nil)
         }
-        // Row 2: valid UTF-8, then a JSON object.
-        guard Self.isValidUTF8(value) else {
-            return (.rejected(.failed, .invalidPayload, detail: "the value is not valid UTF-8"), nil)
-        }
-        if let problem = Self.strictnessProblem(value) {
-            return (.rejected(.failed, .invalidPayload, detail: problem), nil)
-        }
-        if let problem = Self.syntaxProblem(value) {
-            return (.rejected(.failed, .invalidPayload, detail: problem), nil)
-        }
+        // Row 2: valid UTF-8, then a JSON object: the single pass reads the envelope of a value that is one;
+        // for any other, the reference passes say why not.
         let parsed: PayloadEnvelope
-        switch PayloadEnvelope.read(value) {
-        case .failure(let problem):
-            return (.rejected(.failed, .invalidPayload, detail: problem.detail), nil)
-        case .success(let envelope):
+        if singlePass, let envelope = PayloadScan.read(value) {
             parsed = envelope
+        } else {
+            switch Self.referenceEnvelope(value) {
+            case .failure(let problem):
+                return (.rejected(.failed, .invalidPayload, detail: problem.detail), nil)
+            case .success(let envelope):
+                parsed = envelope
+            }
         }
         // Row 3: aps.content-available must be the integer 1.
         if let problem = parsed.silentProblem {
@@ -95,6 +125,21 @@ public struct PayloadValidator: Sendable {
             }
         }
         return (.accepted(type: parsed.type), parsed.type)
+    }
+
+    /// Row 2 through the reference passes: valid UTF-8, no text cJSON accepts but RFC 8259 does not, one
+    /// JSON object to cJSON, then the envelope; the `invalidPayload` detail of the first that fails.
+    static func referenceEnvelope(_ value: [UInt8]) -> Result<PayloadEnvelope, ReferenceProblem> {
+        guard Self.isValidUTF8(value) else { return .failure(ReferenceProblem("the value is not valid UTF-8")) }
+        if let problem = Self.strictnessProblem(value) { return .failure(ReferenceProblem(problem)) }
+        if let problem = Self.syntaxProblem(value) { return .failure(ReferenceProblem(problem)) }
+        return PayloadEnvelope.read(value).mapError { ReferenceProblem($0.detail) }
+    }
+
+    /// The detail of a value the reference passes reject.
+    struct ReferenceProblem: Error {
+        var detail: String
+        init(_ detail: String) { self.detail = detail }
     }
 
     /// A header value for a detail: quoted when it is short UTF-8, else its size (a header can be large,

@@ -1,10 +1,10 @@
 import Foundation
 import Testing
-@testable import PushWorkerCore
+@_spi(Reference) @testable import PushWorkerCore
 
 /// The exact readers against Foundation on many mutated payloads (fixed seed, so a failure repeats): they
 /// never trap, `JSONValue.parse` reads what `JSONDecoder` reads, and an accepted push's `type` is the one
-/// Foundation sees.
+/// Foundation sees; the validator's single pass agrees with its reference passes on each of them.
 @Suite struct EnvelopeDifferentialTests {
     /// A small deterministic generator (SplitMix64).
     struct Generator: RandomNumberGenerator {
@@ -44,9 +44,12 @@ import Testing
         var random = Generator(state: 8)
         let validator = PayloadValidator()
         var acceptedCount = 0
+        // Under a sanitizer (.ci/run sets PUSHWORKER_SANITIZER) the single pass is compared on every tenth value.
+        let compareEvery = ProcessInfo.processInfo.environment["PUSHWORKER_SANITIZER"] == nil ? 1 : 10
         for iteration in 0..<20_000 {
             let value = Self.mutate(Array(Self.seeds[iteration % Self.seeds.count].utf8), &random)
             let verdict = validator.validate(value: value, apnsExpiration: nil, nowMs: 0)
+            if iteration % compareEvery == 0 { SinglePassDifferentialTests.expectSinglePassAgrees(value, validator: validator) }
             _ = PayloadEnvelope.read(value)  // never traps, whatever the bytes
             let foundation = try? JSONDecoder().decode(JSONValue.self, from: Data(value))
             let parsed = JSONValue.parse(value)

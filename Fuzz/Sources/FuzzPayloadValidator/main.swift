@@ -1,5 +1,8 @@
 // Fuzzes PayloadValidator.validate(value:apnsExpiration:nowMs:) with the input as the record value.
 // Invariants besides "no crash":
+// - the single pass (PayloadScan) and the reference passes (UTF-8 check, strictness pass, cJSON, envelope
+//   scan; validateByReferencePasses) give the same verdict, detail included, and the single pass reads the
+//   value itself exactly when the reference passes take it past row 2;
 // - a rejected verdict always has a non-empty detail;
 // - a value over the size limit is always payloadTooLarge, and one within it never is (for the default
 //   4096-byte limit and for a small one, so that both sides of the limit are reached);
@@ -11,7 +14,7 @@
 import CJSONReference
 import Foundation
 import FuzzSupport
-import PushWorkerCore
+@_spi(Reference) import PushWorkerCore
 
 let defaultValidator = PayloadValidator()
 let smallValidator = PayloadValidator(maxPayloadBytes: 64)
@@ -20,8 +23,14 @@ let nowMs: Int64 = 1_767_225_600_000
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let value = fuzzInput(data, size)
+    let singlePassReads = PayloadValidator.singlePassReads(value)
+    let referencePassesRead = PayloadValidator.referencePassesRead(value)
+    require(singlePassReads == referencePassesRead,
+            "the single pass \(singlePassReads ? "reads" : "leaves") a value the reference passes \(referencePassesRead ? "read" : "reject")", input: value)
     for validator in [defaultValidator, smallValidator] {
         let verdict = validator.validate(value: value, apnsExpiration: nil, nowMs: nowMs)
+        let reference = validator.validateByReferencePasses(value: value, apnsExpirationHeader: nil, nowMs: nowMs)
+        require(verdict == reference, "single pass: \(verdict); reference passes: \(reference)", input: value)
         switch verdict {
         case .rejected(let result, let reason, let detail):
             require(!detail.isEmpty, "rejected (\(result), \(reason)) with an empty detail", input: value)
