@@ -25,6 +25,8 @@ public final class PushWorkerService: Sendable {
     private let logger: PushWorkerLogger
     private let onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?
     private let stallThreshold: Duration
+    /// How often the "no partitions assigned" warning repeats (``StatusReporter``).
+    private let unassignedWarningInterval: Duration
     private let stopRequested = Atomic<Bool>(false)
     /// Set when the task running ``run()`` is cancelled: the fast stop.
     private let stopNowRequested = Atomic<Bool>(false)
@@ -84,17 +86,19 @@ public final class PushWorkerService: Sendable {
         self.init(configuration: configuration, registry: registry, logger: logger, onResult: onResult, stallThreshold: ServiceHealth.stallThreshold)
     }
 
-    /// Creates a service whose liveness fails after `stallThreshold` without a round of one of its threads
-    /// (tests use a short one).
+    /// Creates a service whose liveness fails after `stallThreshold` without a round of one of its threads,
+    /// and which warns every `unassignedWarningInterval` while it has no partitions (tests use short ones).
     init(
         configuration: ServiceConfiguration, registry: WorkerRegistry?, logger: PushWorkerLogger,
-        onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?, stallThreshold: Duration
+        onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?, stallThreshold: Duration,
+        unassignedWarningInterval: Duration = StatusReporter.defaultUnassignedWarningInterval
     ) {
         self.configuration = configuration
         self.registry = registry ?? configuration.makeRegistry()
         self.logger = logger
         self.onResult = onResult
         self.stallThreshold = stallThreshold
+        self.unassignedWarningInterval = unassignedWarningInterval
     }
 
     /// A snapshot of the counters.
@@ -105,6 +109,9 @@ public final class PushWorkerService: Sendable {
     /// timeout, ``ServiceConfiguration/drainTimeout``, if shorter). Results not acknowledged by then are
     /// not lost: their offsets are not committed, so their records are read again.
     public static let fastStopDeliveryTimeout: Duration = .seconds(2)
+
+    /// librdkafka's default `session.timeout.ms` (45000), which the warning names when none is configured.
+    static let librdkafkaSessionTimeoutMs = 45_000
 
     /// Asks ``run()`` to stop gracefully. Safe to call from any thread, any number of times. Cancelling the
     /// task running ``run()`` afterwards (during the drain) turns the graceful stop into the fast one.
@@ -395,6 +402,15 @@ public final class PushWorkerService: Sendable {
             "retryTopic": configuration.retries.enabled ? retryTopic : "(off)",
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }
+        // The progress line and the "no partitions assigned" warning, until the consumer loop has ended.
+        let reporter = StatusReporter(
+            metrics: metrics, logger: logger, progressInterval: configuration.progressLogInterval,
+            unassignedWarningInterval: unassignedWarningInterval,
+            statisticsIntervalMs: Int(consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
+            sessionTimeoutMs: Int(consumerProperties["session.timeout.ms"] ?? "") ?? Self.librdkafkaSessionTimeoutMs,
+            subscribedTopics: configuration.subscribedTopics, groupId: configuration.groupId,
+            stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
+        let reporting = Task { await reporter.run() }
         var failure: Error?
         do {
             try await DedicatedThread.run(name: "pushworker-consumer") { [self] in
@@ -405,6 +421,8 @@ public final class PushWorkerService: Sendable {
             logger.error("consumer failed; stopping", metadata: ["error": "\(error)"])
             failure = error
         }
+        reporting.cancel()
+        await reporting.value
         // The loop has let running jobs finish or reach their deadline (or, on a fast stop, cut them short);
         // now deliver their results. A fast stop, now or during this wait, shortens the wait.
         let fastStopMs = min(drainTimeoutMs, Int(Self.fastStopDeliveryTimeout.components.seconds) * 1000)
