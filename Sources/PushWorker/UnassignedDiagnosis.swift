@@ -13,8 +13,10 @@ enum UnassignedDiagnosis: Equatable {
     case brokersUnreachable
     /// Connected to brokers, but the group's coordinator is not found or not connected (`cgrp.state`).
     case coordinatorUnavailable(state: String)
-    /// None of the subscribed topics has a partition in the metadata: missing (and not auto-created), or
-    /// not readable.
+    /// The member is in the group and steady with nothing assigned, and its statistics show no partition of
+    /// the subscribed topics: other members hold them, or the topics have no partitions (missing, not yet
+    /// created, not readable). librdkafka's statistics list a topic's partitions only once the client
+    /// uses them, so the two cannot be told apart here.
     case noPartitions
     /// The member is joining the group (`cgrp.join_state` not `steady`): the coordinator holds a JoinGroup
     /// until every member has rejoined or left; a member that stopped without leaving (killed, or stopped
@@ -35,15 +37,15 @@ enum UnassignedDiagnosis: Equatable {
         if latest.brokersUp == 0 { return .brokersUnreachable }
         let group = latest.consumerGroup
         if let group, group.state != "up" { return .coordinatorUnavailable(state: group.state) }
+        if let group, group.joinState != "steady" { return .rebalancing(joinState: group.joinState) }
         let subscribed = Set(subscribedTopics)
         let partitions = latest.partitions.filter { subscribed.contains($0.topic) }.count
         if partitions == 0 { return .noPartitions }
-        if let group, group.joinState != "steady" { return .rebalancing(joinState: group.joinState) }
         return .otherMembersHoldThem(partitions: partitions)
     }
 
     /// A short name of the cause, for the log's `cause` field: `unknown`, `statisticsStale`,
-    /// `brokerUnreachable`, `coordinatorUnavailable`, `topicHasNoPartitions`, `groupRebalancing`,
+    /// `brokerUnreachable`, `coordinatorUnavailable`, `otherMembersOrNoPartitions`, `groupRebalancing`,
     /// `otherMembersHoldThem`.
     var name: String {
         switch self {
@@ -51,7 +53,7 @@ enum UnassignedDiagnosis: Equatable {
         case .statisticsStale: "statisticsStale"
         case .brokersUnreachable: "brokerUnreachable"
         case .coordinatorUnavailable: "coordinatorUnavailable"
-        case .noPartitions: "topicHasNoPartitions"
+        case .noPartitions: "otherMembersOrNoPartitions"
         case .rebalancing: "groupRebalancing"
         case .otherMembersHoldThem: "otherMembersHoldThem"
         }
@@ -70,7 +72,7 @@ enum UnassignedDiagnosis: Equatable {
         case .coordinatorUnavailable(let state):
             "the brokers are reachable but the group coordinator is not (consumer group state \(state))"
         case .noPartitions:
-            "the subscribed topics have no partitions in the cluster's metadata: check inputTopics and that the topics exist"
+            "the member is in the group but was given nothing: other members hold every partition, or the subscribed topics have no partitions (missing or not yet created: check inputTopics; librdkafka then logs 'Subscribed topic not available')"
         case .rebalancing(let joinState):
             "the group is rebalancing (join state \(joinState)): the coordinator answers this member's JoinGroup once every member has rejoined or left; a member that stopped without leaving the group holds it for up to its session.timeout.ms (\(sessionTimeoutMs) ms here)"
         case .otherMembersHoldThem(let partitions):

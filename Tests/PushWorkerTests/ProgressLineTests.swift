@@ -76,6 +76,8 @@ import Testing
         #expect(diagnose(Self.statistics(groupState: "wait-coord")) == .coordinatorUnavailable(state: "wait-coord"))
         #expect(diagnose(Self.statistics(topics: ["elsewhere"])) == .noPartitions)
         #expect(diagnose(Self.statistics(joinState: "wait-join")) == .rebalancing(joinState: "wait-join"))
+        // librdkafka lists no partition before the first assignment: a rebalance is still a rebalance.
+        #expect(diagnose(Self.statistics(joinState: "wait-join", topics: [])) == .rebalancing(joinState: "wait-join"))
         #expect(diagnose(Self.statistics()) == .otherMembersHoldThem(partitions: 2))
         #expect(UnassignedDiagnosis.rebalancing(joinState: "wait-join").explanation(sessionTimeoutMs: 6000).contains("session.timeout.ms (6000 ms here)"))
         #expect(UnassignedDiagnosis.brokersUnreachable.name == "brokerUnreachable")
