@@ -25,8 +25,6 @@ public final class PushWorkerService: Sendable {
     private let logger: PushWorkerLogger
     private let onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?
     private let stallThreshold: Duration
-    /// How often the "no partitions assigned" warning repeats (``StatusReporter``).
-    private let unassignedWarningInterval: Duration
     private let stopRequested = Atomic<Bool>(false)
     /// Set when the task running ``run()`` is cancelled: the fast stop.
     private let stopNowRequested = Atomic<Bool>(false)
@@ -86,19 +84,17 @@ public final class PushWorkerService: Sendable {
         self.init(configuration: configuration, registry: registry, logger: logger, onResult: onResult, stallThreshold: ServiceHealth.stallThreshold)
     }
 
-    /// Creates a service whose liveness fails after `stallThreshold` without a round of one of its threads,
-    /// and which warns every `unassignedWarningInterval` while it has no partitions (tests use short ones).
+    /// Creates a service whose liveness fails after `stallThreshold` without a round of one of its threads
+    /// (tests use a short one).
     init(
         configuration: ServiceConfiguration, registry: WorkerRegistry?, logger: PushWorkerLogger,
-        onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?, stallThreshold: Duration,
-        unassignedWarningInterval: Duration = StatusReporter.defaultUnassignedWarningInterval
+        onResult: (@Sendable (KafkaOutgoingRecord) -> Void)?, stallThreshold: Duration
     ) {
         self.configuration = configuration
         self.registry = registry ?? configuration.makeRegistry()
         self.logger = logger
         self.onResult = onResult
         self.stallThreshold = stallThreshold
-        self.unassignedWarningInterval = unassignedWarningInterval
     }
 
     /// A snapshot of the counters.
@@ -405,7 +401,7 @@ public final class PushWorkerService: Sendable {
         // The progress line and the "no partitions assigned" warning, until the consumer loop has ended.
         let reporter = StatusReporter(
             metrics: metrics, logger: logger, progressInterval: configuration.progressLogInterval,
-            unassignedWarningInterval: unassignedWarningInterval,
+            unassignedWarningInterval: configuration.unassignedWarningInterval,
             statisticsIntervalMs: Int(consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
             sessionTimeoutMs: Int(consumerProperties["session.timeout.ms"] ?? "") ?? Self.librdkafkaSessionTimeoutMs,
             subscribedTopics: configuration.subscribedTopics, groupId: configuration.groupId,

@@ -104,6 +104,7 @@ extension ServiceConfiguration {
             "log": .object([
                 "level": .string(logLevel.rawValue), "format": .string(logFormat.rawValue),
                 "progressIntervalMs": .int(progressLogInterval.asWaitSetting.wholeMilliseconds),
+                "unassignedWarningIntervalMs": .int(unassignedWarningInterval.asWaitSetting.wholeMilliseconds),
             ]),
             "dev": .object(["partitions": .int(Int64(devPartitions))]),
             "httpServer": .object([

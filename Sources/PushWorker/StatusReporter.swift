@@ -3,16 +3,12 @@ import PushWorkerKafka
 
 /// The service's periodic log lines, read from its metrics (never from the hot path): the progress line
 /// at `info` every ``ServiceConfiguration/progressLogInterval`` (``ProgressLine``), and, while the member
-/// has no partitions, a warning every `unassignedWarningInterval` with how long it has waited and the
+/// has no partitions, a warning every ``ServiceConfiguration/unassignedWarningInterval`` with how long it has waited and the
 /// likely cause (``UnassignedDiagnosis``).
 ///
 /// ``run()`` is an async loop on the cooperative pool: it only sleeps, takes a metrics snapshot (the same
 /// work as a `/metrics` scrape, without rendering) and logs.
 final class StatusReporter: Sendable {
-    /// How often the warning repeats while no partition is assigned (the first comes this long after the
-    /// service subscribed or lost its last partition): 10 s.
-    static let defaultUnassignedWarningInterval: Duration = .seconds(10)
-
     private let metrics: ServiceMetrics
     private let logger: PushWorkerLogger
     private let progressInterval: Duration

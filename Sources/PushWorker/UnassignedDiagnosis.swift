@@ -74,7 +74,7 @@ enum UnassignedDiagnosis: Equatable {
         case .noPartitions:
             "the member is in the group but was given nothing: other members hold every partition, or the subscribed topics have no partitions (missing or not yet created: check inputTopics; librdkafka then logs 'Subscribed topic not available')"
         case .rebalancing(let joinState):
-            "the group is rebalancing (join state \(joinState)): the coordinator answers this member's JoinGroup once every member has rejoined or left; a member that stopped without leaving the group holds it for up to its session.timeout.ms (\(sessionTimeoutMs) ms here)"
+            "the group is rebalancing (join state \(joinState)): the coordinator assigns partitions once every member has rejoined or left and the leader has sent the assignment; a member that stopped without leaving the group (killed, or stopped before its first assignment) holds the rebalance for up to its session.timeout.ms (\(sessionTimeoutMs) ms here)"
         case .otherMembersHoldThem(let partitions):
             "other members of the group hold every partition (\(partitions) across the subscribed topics): the group has more members than partitions"
         }

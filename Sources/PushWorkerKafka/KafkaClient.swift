@@ -83,6 +83,14 @@ final class KafkaClient: @unchecked Sendable {
     /// The client's name, e.g. `rdkafka#producer-1`.
     var name: String { String(cString: rd_kafka_name(handle)) }  // NUL-safe: librdkafka's own text (names, errors, versions)
 
+    /// The cluster id the brokers report in their metadata (`rd_kafka_clusterid`), or `nil` when no broker
+    /// answered within `timeoutMs` or the brokers report none. Blocking.
+    func clusterId(timeoutMs: Int32) -> String? {
+        guard let id = rd_kafka_clusterid(handle, timeoutMs) else { return nil }
+        defer { rd_kafka_mem_free(handle, id) }
+        return String(cString: id)  // NUL-safe: librdkafka's own text (names, errors, versions)
+    }
+
     /// The number of partitions of `topic` from the cluster's metadata (`rd_kafka_topic_new`, then
     /// `rd_kafka_metadata` for that topic alone). The topic stays known to this client, with its partitions
     /// and leaders. Blocking.

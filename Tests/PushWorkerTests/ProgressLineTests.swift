@@ -53,8 +53,11 @@ import Testing
         #expect(try ConfigurationTests.load("{log: {progressIntervalMs: 1500}}").progressLogInterval == .milliseconds(1500))
         #expect(try ConfigurationTests.load("{log: {progressIntervalMs: 0}}").progressLogInterval == .zero)
         #expect(ConfigurationTests.error("{log: {progressIntervalMs: -1}}")?.key == "log.progressIntervalMs")
-        let printed = try ConfigurationTests.load("{log: {progressIntervalMs: 2500}}").effectiveDescription(registry: nil)
+        #expect(ServiceConfiguration().unassignedWarningInterval == .seconds(10))
+        #expect(try ConfigurationTests.load("{log: {unassignedWarningIntervalMs: 0}}").unassignedWarningInterval == .zero)
+        let printed = try ConfigurationTests.load("{log: {progressIntervalMs: 2500, unassignedWarningIntervalMs: 1000}}").effectiveDescription(registry: nil)
         #expect(printed.contains(#""progressIntervalMs" : 2500"#), "\(printed)")
+        #expect(printed.contains(#""unassignedWarningIntervalMs" : 1000"#), "\(printed)")
     }
 
     static func statistics(brokersUp: Bool = true, groupState: String = "up", joinState: String = "steady", topics: [String] = ["pushes"]) -> KafkaStatistics {
