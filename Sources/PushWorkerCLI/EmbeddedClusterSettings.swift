@@ -19,7 +19,8 @@ import PushWorkerKafka
 ///   `rd_kafka_mock_cgrp_rebalance`, `rd_kafka_mock_cgrp_elect_leader`). With librdkafka's 45 000 a
 ///   restarted `pushworker run` waited 44 s for its partitions, 130 s after a stop before the first
 ///   assignment; with 6000, 5 s and about 16 s.
-/// - `max.poll.interval.ms`: 30 000, or the rebalance drain timeout plus 10 s when longer. librdkafka waits
+/// - `max.poll.interval.ms`: 30 000, or the rebalance drain timeout plus 10 s, or the configured
+///   `session.timeout.ms` (librdkafka refuses a smaller one), whichever is longest. librdkafka waits
 ///   for a JoinGroup answer `max.poll.interval.ms` + 3 s (rdkafka_request.c, `rd_kafka_JoinGroupRequest`),
 ///   so a JoinGroup the mock never answers (it frees a waiting member's answer when that member's session
 ///   expires) was retried after 303 s with the default 300 000; now after 33 s.
@@ -29,7 +30,8 @@ enum EmbeddedClusterSettings {
     /// The consumer properties for `configuration`, by name.
     static func consumer(for configuration: ServiceConfiguration) -> [String: String] {
         let drainMs = configuration.effectiveRebalanceDrainTimeout.wholeMilliseconds
-        let pollIntervalMs = max(30_000, min(drainMs + 10_000, Int64(Int32.max)))
+        let sessionMs = configuration.consumerProperties["session.timeout.ms"].flatMap { Int64($0) } ?? 6000
+        let pollIntervalMs = max(30_000, min(drainMs + 10_000, Int64(Int32.max)), sessionMs)
         return ["fetch.wait.max.ms": "10", "session.timeout.ms": "6000", "max.poll.interval.ms": String(pollIntervalMs)]
     }
 
