@@ -22,8 +22,10 @@ import PushWorkerKafka
 /// - `max.poll.interval.ms`: 30 000, or the rebalance drain timeout plus 10 s, or the configured
 ///   `session.timeout.ms` (librdkafka refuses a smaller one), whichever is longest. librdkafka waits
 ///   for a JoinGroup answer `max.poll.interval.ms` + 3 s (rdkafka_request.c, `rd_kafka_JoinGroupRequest`),
-///   so a JoinGroup the mock never answers (it frees a waiting member's answer when that member's session
-///   expires) was retried after 303 s with the default 300 000; now after 33 s.
+///   so a JoinGroup the mock never answers was retried after 303 s with the default 300 000; now after 33 s.
+///   The mock drops a waiting member's answer when that member's session expires during the wait, which
+///   happens when the wait, computed from an earlier member's longer `session.timeout.ms`, outlasts it
+///   (seen: a 60 s member left, a 45 s member joined and was removed at 45 s of a 59 s wait).
 ///
 /// A value set in the configuration (`kafka` or `consumer`) is kept.
 enum EmbeddedClusterSettings {
