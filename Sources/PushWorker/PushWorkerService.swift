@@ -109,6 +109,9 @@ public final class PushWorkerService: Sendable {
     /// librdkafka's default `session.timeout.ms` (45000), which the warning names when none is configured.
     static let librdkafkaSessionTimeoutMs = 45_000
 
+    /// librdkafka's default `max.poll.interval.ms` (300000), which the warning names when none is configured.
+    static let librdkafkaMaxPollIntervalMs = 300_000
+
     /// Asks ``run()`` to stop gracefully. Safe to call from any thread, any number of times. Cancelling the
     /// task running ``run()`` afterwards (during the drain) turns the graceful stop into the fast one.
     public func shutdown() {
@@ -404,6 +407,7 @@ public final class PushWorkerService: Sendable {
             unassignedWarningInterval: configuration.unassignedWarningInterval,
             statisticsIntervalMs: Int(consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
             sessionTimeoutMs: Int(consumerProperties["session.timeout.ms"] ?? "") ?? Self.librdkafkaSessionTimeoutMs,
+            maxPollIntervalMs: Int(consumerProperties["max.poll.interval.ms"] ?? "") ?? Self.librdkafkaMaxPollIntervalMs,
             subscribedTopics: configuration.subscribedTopics, groupId: configuration.groupId,
             stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         let reporting = Task { await reporter.run() }

@@ -15,6 +15,7 @@ final class StatusReporter: Sendable {
     private let unassignedWarningInterval: Duration
     private let statisticsIntervalMs: Int
     private let sessionTimeoutMs: Int
+    private let maxPollIntervalMs: Int
     private let subscribedTopics: [String]
     private let groupId: String
     private let stopping: @Sendable () -> Bool
@@ -25,9 +26,10 @@ final class StatusReporter: Sendable {
     ///   - unassignedWarningInterval: the warning's interval; zero or less: no warning.
     ///   - statisticsIntervalMs: the consumer's `statistics.interval.ms` (0: off).
     ///   - sessionTimeoutMs: the consumer's `session.timeout.ms`, for the warning's explanation.
+    ///   - maxPollIntervalMs: the consumer's `max.poll.interval.ms`, for the warning's explanation.
     ///   - stopping: whether the service is stopping (no warning then).
     init(metrics: ServiceMetrics, logger: PushWorkerLogger, progressInterval: Duration, unassignedWarningInterval: Duration,
-         statisticsIntervalMs: Int, sessionTimeoutMs: Int, subscribedTopics: [String], groupId: String,
+         statisticsIntervalMs: Int, sessionTimeoutMs: Int, maxPollIntervalMs: Int, subscribedTopics: [String], groupId: String,
          stopping: @escaping @Sendable () -> Bool) {
         self.metrics = metrics
         self.logger = logger
@@ -35,6 +37,7 @@ final class StatusReporter: Sendable {
         self.unassignedWarningInterval = unassignedWarningInterval.asWaitSetting
         self.statisticsIntervalMs = statisticsIntervalMs
         self.sessionTimeoutMs = sessionTimeoutMs
+        self.maxPollIntervalMs = maxPollIntervalMs
         self.subscribedTopics = subscribedTopics
         self.groupId = groupId
         self.stopping = stopping
@@ -93,7 +96,7 @@ final class StatusReporter: Sendable {
     private func warn(waited: Duration) {
         let diagnosis = UnassignedDiagnosis.diagnose(
             statistics: metrics.latestStatistics(.consumer), statisticsIntervalMs: statisticsIntervalMs, subscribedTopics: subscribedTopics)
-        logger.warning("no partitions assigned for \(Self.seconds(waited)) s: \(diagnosis.explanation(sessionTimeoutMs: sessionTimeoutMs))", metadata: [
+        logger.warning("no partitions assigned for \(Self.seconds(waited)) s: \(diagnosis.explanation(sessionTimeoutMs: sessionTimeoutMs, maxPollIntervalMs: maxPollIntervalMs))", metadata: [
             "waitedSeconds": Self.seconds(waited), "cause": diagnosis.name, "groupId": groupId,
             "topics": subscribedTopics.joined(separator: ","),
         ])

@@ -60,8 +60,11 @@ enum UnassignedDiagnosis: Equatable {
     }
 
     /// What the cause means and what to check, in a sentence.
-    /// - Parameter sessionTimeoutMs: the consumer's `session.timeout.ms` (librdkafka's default 45000).
-    func explanation(sessionTimeoutMs: Int) -> String {
+    /// - Parameters:
+    ///   - sessionTimeoutMs: the consumer's `session.timeout.ms` (librdkafka's default 45000).
+    ///   - maxPollIntervalMs: the consumer's `max.poll.interval.ms` (librdkafka's default 300000): librdkafka
+    ///     sends a JoinGroup the coordinator has not answered again after it plus 3 s.
+    func explanation(sessionTimeoutMs: Int, maxPollIntervalMs: Int = 300_000) -> String {
         switch self {
         case .noStatistics:
             "cause unknown: librdkafka statistics are off (statistics.interval.ms is 0; pushworker sets 5000 while the HTTP server is enabled); likely causes: the group is rebalancing, another member holds the partitions, the broker is unreachable, or the topics have no partitions"
@@ -74,7 +77,7 @@ enum UnassignedDiagnosis: Equatable {
         case .noPartitions:
             "the member is in the group but was given nothing: other members hold every partition, or the subscribed topics have no partitions (missing or not yet created: check inputTopics; librdkafka then logs 'Subscribed topic not available')"
         case .rebalancing(let joinState):
-            "the group is rebalancing (join state \(joinState)): the coordinator assigns partitions once every member has rejoined or left and the leader has sent the assignment; a member that stopped without leaving the group (killed, or stopped before its first assignment) holds the rebalance for up to its session.timeout.ms (\(sessionTimeoutMs) ms here)"
+            "the group is rebalancing (join state \(joinState)): the coordinator assigns partitions once every member has rejoined or left and the leader has sent the assignment; a member that stopped without leaving the group (killed, or stopped before its first assignment) holds the rebalance for up to its session.timeout.ms (\(sessionTimeoutMs) ms here); a JoinGroup the coordinator never answers is sent again after max.poll.interval.ms + 3 s (\(maxPollIntervalMs + 3000) ms here)"
         case .otherMembersHoldThem(let partitions):
             "other members of the group hold every partition (\(partitions) across the subscribed topics): the group has more members than partitions"
         }

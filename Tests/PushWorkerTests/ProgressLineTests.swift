@@ -82,7 +82,8 @@ import Testing
         // librdkafka lists no partition before the first assignment: a rebalance is still a rebalance.
         #expect(diagnose(Self.statistics(joinState: "wait-join", topics: [])) == .rebalancing(joinState: "wait-join"))
         #expect(diagnose(Self.statistics()) == .otherMembersHoldThem(partitions: 2))
-        #expect(UnassignedDiagnosis.rebalancing(joinState: "wait-join").explanation(sessionTimeoutMs: 6000).contains("session.timeout.ms (6000 ms here)"))
+        let rebalancing = UnassignedDiagnosis.rebalancing(joinState: "wait-join").explanation(sessionTimeoutMs: 6000, maxPollIntervalMs: 30000)
+        #expect(rebalancing.contains("session.timeout.ms (6000 ms here)") && rebalancing.contains("max.poll.interval.ms + 3 s (33000 ms here)"))
         #expect(UnassignedDiagnosis.brokersUnreachable.name == "brokerUnreachable")
     }
 }
