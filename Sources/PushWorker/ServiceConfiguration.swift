@@ -87,7 +87,7 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// milliseconds): records/s over the interval, results by outcome, consumer lag, running jobs and
     /// results waiting for delivery, read from the service's metrics (docs/operations.md "Logs"). Default
     /// 30 s; zero or less turns the line off (file `progressIntervalMs: 0`). Takes effect clamped to at
-    /// most 2 147 483 647 ms, in whole milliseconds; lines come at most once a second however short it is.
+    /// most 2 147 483 647 ms and to at least 1 s (lines come at most once a second however short it is).
     public var progressLogInterval: Duration = .seconds(30)
     /// How often the service warns while its consumer has no partition assigned (file
     /// `log.unassignedWarningIntervalMs`, in milliseconds): how long it has waited and the likely cause

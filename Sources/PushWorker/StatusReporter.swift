@@ -22,8 +22,8 @@ final class StatusReporter: Sendable {
 
     /// Creates a reporter.
     /// - Parameters:
-    ///   - progressInterval: the progress line's interval; zero or less: no progress line.
-    ///   - unassignedWarningInterval: the warning's interval; zero or less: no warning.
+    ///   - progressInterval: the progress line's interval, at least 1 s; zero or less: no progress line.
+    ///   - unassignedWarningInterval: the warning's interval, at least 1 s; zero or less: no warning.
     ///   - statisticsIntervalMs: the consumer's `statistics.interval.ms` (0: off).
     ///   - sessionTimeoutMs: the consumer's `session.timeout.ms`, for the warning's explanation.
     ///   - maxPollIntervalMs: the consumer's `max.poll.interval.ms`, for the warning's explanation.
@@ -33,8 +33,9 @@ final class StatusReporter: Sendable {
          stopping: @escaping @Sendable () -> Bool) {
         self.metrics = metrics
         self.logger = logger
-        self.progressInterval = progressInterval.asWaitSetting
-        self.unassignedWarningInterval = unassignedWarningInterval.asWaitSetting
+        // At most one line a second however short the setting: each line costs a metrics snapshot.
+        self.progressInterval = progressInterval <= .zero ? .zero : max(.seconds(1), progressInterval.asWaitSetting)
+        self.unassignedWarningInterval = unassignedWarningInterval <= .zero ? .zero : max(.seconds(1), unassignedWarningInterval.asWaitSetting)
         self.statisticsIntervalMs = statisticsIntervalMs
         self.sessionTimeoutMs = sessionTimeoutMs
         self.maxPollIntervalMs = maxPollIntervalMs
@@ -43,14 +44,13 @@ final class StatusReporter: Sendable {
         self.stopping = stopping
     }
 
-    /// Logs until the task running it is cancelled. The assignment is looked at once a second (or at the
-    /// warning's interval when shorter).
+    /// Logs until the task running it is cancelled. The assignment is looked at once a second.
     func run() async {
         let clock = ContinuousClock()
         let start = clock.now
         let progressOn = progressInterval > .zero
         let warningOn = unassignedWarningInterval > .zero
-        let checkEvery = warningOn ? min(.seconds(1), unassignedWarningInterval) : .seconds(1)
+        let checkEvery: Duration = .seconds(1)
         var previous = ProgressSample()
         var previousAt = start
         var nextProgress = start + progressInterval
