@@ -108,6 +108,12 @@ public final class PushWorkerService: Sendable {
     /// not lost: their offsets are not committed, so their records are read again.
     public static let fastStopDeliveryTimeout: Duration = .seconds(2)
 
+    /// librdkafka's default `session.timeout.ms` (45000), which the warning names when none is configured.
+    static let librdkafkaSessionTimeoutMs = 45_000
+
+    /// librdkafka's default `max.poll.interval.ms` (300000), which the warning names when none is configured.
+    static let librdkafkaMaxPollIntervalMs = 300_000
+
     /// Asks ``run()`` to stop gracefully. Safe to call from any thread, any number of times. Cancelling the
     /// task running ``run()`` afterwards (during the drain) turns the graceful stop into the fast one.
     public func shutdown() {
@@ -421,6 +427,16 @@ public final class PushWorkerService: Sendable {
             statusTasks.append(Task { await StatusSampler.run(board: board, metrics: metrics, dispatcher: dispatcher, consumer: consumer, interval: interval) })
         }
         if let exchange { statusTasks.append(Task { await exchange.run() }) }
+        // The progress line and the "no partitions assigned" warning, until the consumer loop has ended.
+        let reporter = StatusReporter(
+            metrics: metrics, logger: logger, progressInterval: configuration.progressLogInterval,
+            unassignedWarningInterval: configuration.unassignedWarningInterval,
+            statisticsIntervalMs: Int(consumerProperties["statistics.interval.ms"] ?? "0") ?? 0,
+            sessionTimeoutMs: Int(consumerProperties["session.timeout.ms"] ?? "") ?? Self.librdkafkaSessionTimeoutMs,
+            maxPollIntervalMs: Int(consumerProperties["max.poll.interval.ms"] ?? "") ?? Self.librdkafkaMaxPollIntervalMs,
+            subscribedTopics: configuration.subscribedTopics, groupId: configuration.groupId,
+            stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
+        let reporting = Task { await reporter.run() }
         var failure: Error?
         do {
             try await DedicatedThread.run(name: "pushworker-consumer") { [self] in
@@ -436,6 +452,8 @@ public final class PushWorkerService: Sendable {
         exchange?.stop()
         for task in statusTasks { task.cancel() }
         for task in statusTasks { await task.value }
+        reporting.cancel()
+        await reporting.value
         // The loop has let running jobs finish or reach their deadline (or, on a fast stop, cut them short);
         // now deliver their results. A fast stop, now or during this wait, shortens the wait.
         let fastStopMs = min(drainTimeoutMs, Int(Self.fastStopDeliveryTimeout.components.seconds) * 1000)

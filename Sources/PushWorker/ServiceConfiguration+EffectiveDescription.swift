@@ -101,7 +101,11 @@ extension ServiceConfiguration {
             "swiftWorkers": registry.map { .object(swiftWorkers(in: $0)) } ?? .null,
             "defaultWorker": defaultWorker.map(worker) ?? .null,
             "permittedTypes": permittedTypes.map { .array($0.map(JSONValue.string)) } ?? .null,
-            "log": .object(["level": .string(logLevel.rawValue), "format": .string(logFormat.rawValue)]),
+            "log": .object([
+                "level": .string(logLevel.rawValue), "format": .string(logFormat.rawValue),
+                "progressIntervalMs": .int(progressLogInterval.asWaitSetting.wholeMilliseconds),
+                "unassignedWarningIntervalMs": .int(unassignedWarningInterval.asWaitSetting.wholeMilliseconds),
+            ]),
             "dev": .object(["partitions": .int(Int64(devPartitions))]),
             "httpServer": .object([
                 "enabled": .bool(httpServer.enabled), "host": .string(httpServer.host), "port": .int(Int64(httpServer.port)),

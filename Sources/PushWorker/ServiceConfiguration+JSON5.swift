@@ -109,6 +109,8 @@ extension ServiceConfiguration {
         if var log = try reader.object("log") {
             if let value = try log.string("level") { logLevel = try Self.parseLevel(value, key: "log.level") }
             if let value = try log.string("format") { logFormat = try Self.parseFormat(value, key: "log.format") }
+            if let value = try log.int("progressIntervalMs", min: 0, max: 2_147_483_647) { progressLogInterval = .milliseconds(value) }
+            if let value = try log.int("unassignedWarningIntervalMs", min: 0, max: 2_147_483_647) { unassignedWarningInterval = .milliseconds(value) }
             try log.finish()
         }
         if var http = try reader.object("httpServer") {

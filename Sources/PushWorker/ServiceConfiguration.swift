@@ -83,6 +83,18 @@ public struct ServiceConfiguration: Sendable, Equatable {
     public var logLevel: PushWorkerLogger.Level = .info
     /// The log format. Default `text`.
     public var logFormat: PushWorkerLogger.Format = .text
+    /// How often the service logs a progress line at `info` (file `log.progressIntervalMs`, in
+    /// milliseconds): records/s over the interval, results by outcome, consumer lag, running jobs and
+    /// results waiting for delivery, read from the service's metrics (docs/operations.md "Logs"). Default
+    /// 30 s; zero or less turns the line off (file `progressIntervalMs: 0`). Takes effect clamped to at
+    /// most 2 147 483 647 ms and to at least 1 s (lines come at most once a second however short it is).
+    public var progressLogInterval: Duration = .seconds(30)
+    /// How often the service warns while its consumer has no partition assigned (file
+    /// `log.unassignedWarningIntervalMs`, in milliseconds): how long it has waited and the likely cause
+    /// (a rebalance, other members holding every partition, the broker unreachable, …; docs/operations.md
+    /// "Logs"). The first warning comes this long after the service subscribed, or lost its last partition.
+    /// Default 10 s; zero or less turns the warning off. Clamped as ``progressLogInterval``.
+    public var unassignedWarningInterval: Duration = .seconds(10)
     /// The embedded cluster of `pushworker dev`: partitions per input topic (default 4).
     public var devPartitions = 4
     /// The HTTP server of `/metrics`, `/healthz` and `/readyz` (`httpServer`): enabled on 0.0.0.0:9400 by

@@ -15,7 +15,10 @@ struct DevCommand {
     each result is printed as one JSON line once the cluster has acknowledged it. SIGTERM/SIGINT stops.
     The service's consumer gets fetch.wait.max.ms=10 unless the configuration sets it: the embedded broker
     answers a fetch that finds no new record only after fetch.wait.max.ms (a real broker answers as soon
-    as a record arrives), so librdkafka's 500 ms would delay each result by up to half a second.
+    as a record arrives), so librdkafka's 500 ms would delay each result by up to half a second. It also
+    gets session.timeout.ms=6000 and max.poll.interval.ms=30000 unless set: the embedded broker waits
+    session.timeout.ms - 1 s before each rebalance after the first, and a JoinGroup it drops is sent again
+    only after max.poll.interval.ms + 3 s. pushworker run gets the same against dev --broker-only.
     The cluster's port changes each start (librdkafka 2.0.2's mock cluster has no fixed port): while dev runs,
     its address is also in $XDG_RUNTIME_DIR/pushworker/dev-bootstrap (else ~/.pushworker/dev-bootstrap;
     $PUSHWORKER_DEV_BOOTSTRAP_FILE names another file, empty: none), which produce, results and redrive read

@@ -96,6 +96,14 @@ final class KafkaClient: @unchecked Sendable {
         return (0..<Int(metadata.pointee.topic_cnt)).map { String(cString: metadata.pointee.topics[$0].topic) }.sorted()  // NUL-safe: librdkafka's own text (topic names are ASCII)
     }
 
+    /// The cluster id the brokers report in their metadata (`rd_kafka_clusterid`), or `nil` when no broker
+    /// answered within `timeoutMs` or the brokers report none. Blocking.
+    func clusterId(timeoutMs: Int32) -> String? {
+        guard let id = rd_kafka_clusterid(handle, timeoutMs) else { return nil }
+        defer { rd_kafka_mem_free(handle, id) }
+        return String(cString: id)  // NUL-safe: librdkafka's own text (names, errors, versions)
+    }
+
     /// The number of partitions of `topic` from the cluster's metadata (`rd_kafka_topic_new`, then
     /// `rd_kafka_metadata` for that topic alone). The topic stays known to this client, with its partitions
     /// and leaders. Blocking.

@@ -142,6 +142,14 @@ public final class KafkaProducer: Sendable {
         try client.partitionCount(topic: topic, timeoutMs: timeoutMs)
     }
 
+    /// The cluster id the brokers report (`rd_kafka_clusterid`: from a Metadata request, waiting for the
+    /// first answer up to `timeoutMs`), or `nil` when no broker answered in time or they report none.
+    /// librdkafka's mock cluster (``EmbeddedKafkaCluster``) reports `mockCluster<hex>`. Blocking: call on a
+    /// dedicated thread.
+    public func clusterId(timeoutMs: Int32) -> String? {
+        client.clusterId(timeoutMs: timeoutMs)
+    }
+
     /// The number of records and requests librdkafka still holds (`rd_kafka_outq_len`).
     public var outstanding: Int { Int(rd_kafka_outq_len(client.handle)) }
 

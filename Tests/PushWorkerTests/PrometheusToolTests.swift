@@ -39,8 +39,9 @@ enum ExternalTool {
 struct PrometheusToolTests {
     static let records = 12
 
-    /// A harness with the HTTP server on a free loopback port, after `records` pushes have their results.
-    static func runningService() async throws -> (PushWorkerTestHarness, String) {
+    /// A harness with the HTTP server on a free loopback port, after `records` pushes have their results;
+    /// with `deadLetters`, failed results copy their input to a dead-letter topic.
+    static func runningService(deadLetters: Bool = false) async throws -> (PushWorkerTestHarness, String) {
         var registry = WorkerRegistry()
         registry.register(type: "ping", worker: ClosureWorker { _ in .newData })
         registry.register(type: "maybe", worker: ClosureWorker { job in
@@ -49,6 +50,7 @@ struct PrometheusToolTests {
         let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 2) {
             $0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
             $0.kafka["statistics.interval.ms"] = "500"
+            if deadLetters { $0.deadLetter = DeadLetterConfiguration(topic: "push-dead-letters-\(UUID().uuidString.prefix(8).lowercased())") }
         }
         do {
             let port = try await HTTPProbe.port(of: harness.service)
@@ -115,10 +117,10 @@ struct PrometheusToolTests {
         #expect(checked.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "no lint warnings: \(checked.output)")
     }
 
-    @Test(.enabled(if: ExternalTool.runs("prometheus"), "prometheus is not installed (apt-get install prometheus); set PUSHWORKER_REQUIRE_TOOLS=1 to fail instead"))
-    func aRealPrometheusScrapesTheService() async throws {
+    /// Starts a real Prometheus scraping `address` every second, runs `body` with its HTTP API port and its
+    /// log, and stops it (whatever `body` throws).
+    static func withPrometheus(scraping address: String, _ body: (ChildProcess, UInt16, URL) async throws -> Void) async throws {
         let prometheusPath = try ExternalTool.require("prometheus")
-        let (harness, address) = try await Self.runningService()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushworker-prometheus-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -142,15 +144,28 @@ struct PrometheusToolTests {
         ], environment: ProcessInfo.processInfo.environment, stdin: .inherit,
            stdout: .descriptor(logHandle.fileDescriptor), stderr: .descriptor(logHandle.fileDescriptor))
         do {
-            try await Self.scrapedByPrometheus(process, port: port, log: log)
+            try await body(process, port, log)
         } catch {
             await Self.stop(process)
             try? logHandle.close()
-            try? await harness.shutdown()
             throw error
         }
         await Self.stop(process)
         try? logHandle.close()
+    }
+
+    @Test(.enabled(if: ExternalTool.runs("prometheus"), "prometheus is not installed (apt-get install prometheus); set PUSHWORKER_REQUIRE_TOOLS=1 to fail instead"))
+    func aRealPrometheusScrapesTheService() async throws {
+        _ = try ExternalTool.require("prometheus")
+        let (harness, address) = try await Self.runningService()
+        do {
+            try await Self.withPrometheus(scraping: address) { process, port, log in
+                try await Self.scrapedByPrometheus(process, port: port, log: log)
+            }
+        } catch {
+            try? await harness.shutdown()
+            throw error
+        }
         try await harness.shutdown()
     }
 
