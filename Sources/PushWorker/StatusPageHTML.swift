@@ -125,7 +125,7 @@ function draw(id, samples, columns) {
       if (old) old.graph.destroy();
       div.replaceChildren();
       var graph = new Dygraph(div, rows, { labels: labels, legend: "always", labelsSeparateLines: false,
-        labelsDiv: document.getElementById(id + "-legend"), connectSeparatedPoints: true, drawPoints: true, pointSize: 1.5, drawCallback: done, axes: { y: { axisLabelWidth: 60 } } });
+        labelsDiv: document.getElementById(id + "-legend"), connectSeparatedPoints: false, drawPoints: true, pointSize: 1.5, drawCallback: done, axes: { x: { axisLabelWidth: 80 }, y: { axisLabelWidth: 60 } } });
       graphs[id] = { graph: graph, labelsKey: labels.join("\u0001") };
     }
   } else {

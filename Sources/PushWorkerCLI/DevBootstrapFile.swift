@@ -8,9 +8,10 @@ import Foundation
 ///   `$XDG_RUNTIME_DIR/pushworker/dev-bootstrap`, else `$HOME/.pushworker/dev-bootstrap`; the directory is
 ///   created with mode 0700.
 /// - What: two lines, `bootstrap.servers=HOST:PORT[,...]` (as dev's first stdout line) and `pid=N`.
-/// - Written atomically (a temporary file renamed over it) once the cluster is up; removed when that dev
-///   stops, unless a later dev has replaced it. A file whose process is gone (a dev killed with SIGKILL) is
-///   ignored by readers.
+/// - Written atomically (a temporary file renamed over it) once the cluster is up, unless another dev that
+///   is still running wrote it (that one's address stays: a second dev says so in a warning); removed when
+///   the dev that wrote it stops. A file whose process is gone (a dev killed with SIGKILL) is ignored by
+///   readers and replaced by the next dev.
 enum DevBootstrapFile {
     /// The environment variable that names the file (empty: none).
     static let environmentVariable = "PUSHWORKER_DEV_BOOTSTRAP_FILE"

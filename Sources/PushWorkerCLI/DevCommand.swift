@@ -67,7 +67,15 @@ struct DevCommand {
         // start); removed again when this dev stops.
         var bootstrapFile: String?
         do {
-            bootstrapFile = try DevBootstrapFile.write(servers: cluster.bootstrapServers)
+            if let other = DevBootstrapFile.read() {
+                // Another dev still runs: its address stays where the other commands look for it.
+                logger.warning("another pushworker dev is running and its address stays in the bootstrap file; pass this cluster's address to the other commands with --bootstrap-servers", metadata: [
+                    "file": other.path, "otherPid": String(other.pid), "otherBootstrapServers": other.servers,
+                    "bootstrap.servers": cluster.bootstrapServers,
+                ])
+            } else {
+                bootstrapFile = try DevBootstrapFile.write(servers: cluster.bootstrapServers)
+            }
         } catch {
             logger.warning("cannot leave the cluster's address for other commands", metadata: ["error": "\(error)"])
         }

@@ -70,7 +70,7 @@ struct RedriveCommand {
             throw CommandLineError(.usage, "pushworker redrive: --\(option) needs a non-empty value")
         }
         guard let topic = parser.value("topic") ?? configuration.deadLetter?.topic else {
-            throw CommandLineError(.usage, "pushworker redrive: no dead-letter topic; pass --topic T or set deadLetter.topic in the configuration")
+            throw CommandLineError(.usage, "pushworker redrive: no dead-letter topic; pass --topic T, or --config FILE with deadLetter.topic set (dev's config/pushworker.json5 has push-dead-letters)")
         }
         // Topics that hold no dead letters, or must not receive records sent back (the configuration's, or
         // the defaults without one).

@@ -84,6 +84,16 @@ struct CommandLineEdgeTests {
         let missing = try await runPushworker(["results", "--topic", "results-\(suffix)x", "-e"], environment: environment)
         #expect(missing.stderr.contains("warning: topic 'results-\(suffix)x' does not exist (yet); did you mean 'results-\(suffix)'?"), "\(missing.stderr)")
 
+        // A second dev while the first runs: the first one's address stays in the file, also after the
+        // second stops, and the second says so.
+        let second = try startPushworker(["dev", "--broker-only", "--config", config], environment: environment)
+        let secondServers = String(try await second.waitForLines(1)[0].dropFirst("bootstrap.servers=".count))
+        #expect(secondServers != servers)
+        _ = try await RestartRejoinTests.waitForStderr(second, containing: "another pushworker dev is running", timeout: .seconds(30))
+        second.signal(SIGTERM)
+        #expect(try await second.waitForExit(timeout: .seconds(30)) == 0)
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == "bootstrap.servers=\(servers)\npid=\(dev.pid)\n")
+
         dev.signal(SIGTERM)
         #expect(try await dev.waitForExit(timeout: .seconds(30)) == 0)
         #expect(!FileManager.default.fileExists(atPath: file), "a stopped dev takes its address back")
