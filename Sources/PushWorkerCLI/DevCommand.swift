@@ -62,7 +62,6 @@ struct DevCommand {
         for topic in topics {
             try cluster.createTopic(topic, partitions: configuration.devPartitions, replicationFactor: replication)
         }
-        Output.line("bootstrap.servers=\(cluster.bootstrapServers)")
         // The address for produce/results/redrive in another terminal (the mock cluster's port changes each
         // start); removed again when this dev stops.
         var bootstrapFile: String?
@@ -80,6 +79,8 @@ struct DevCommand {
             logger.warning("cannot leave the cluster's address for other commands", metadata: ["error": "\(error)"])
         }
         defer { bootstrapFile.map(DevBootstrapFile.remove) }
+        // The first stdout line once the file is in place: whoever reads the line finds the file too.
+        Output.line("bootstrap.servers=\(cluster.bootstrapServers)")
         if let bootstrapFile { logger.info("cluster address written for produce, results and redrive", metadata: ["file": bootstrapFile]) }
         logger.info("embedded Kafka cluster started", metadata: [
             "bootstrap.servers": cluster.bootstrapServers, "brokers": String(brokers),

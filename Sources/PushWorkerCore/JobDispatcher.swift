@@ -310,6 +310,10 @@ public final class JobDispatcher: Sendable {
         var inTransit: Int
         /// When the parking ends even if they never come back here (another member reads them).
         var expiresAtNs: Int64
+        /// Of ``inTransit``, the records written to the retry topic before a later retry of their key (its
+        /// run failed again before they were read back): they come back ahead of it, and each is forwarded
+        /// again, behind it, so that the key's records still run in offset order.
+        var forwardAgain = 0
     }
 
     private let state: Mutex<State>
@@ -508,6 +512,15 @@ public final class JobDispatcher: Sendable {
             if pending.fromRetryTopic {
                 // A record of the key read back from the retry topic: it is in the key's line again here.
                 park.inTransit -= 1
+                if park.forwardAgain > 0 && park.expiresAtNs > nowNs {
+                    // It was written before a later retry of its key, which is still in the retry topic: it
+                    // follows that retry again.
+                    park.forwardAgain -= 1
+                    park.inTransit += 1
+                    state.parked[key] = park
+                    effects.forwards.append((pending, forward(pending, .follower)))
+                    return
+                }
                 state.parked[key] = park.inTransit > 0 && park.expiresAtNs > nowNs ? park : nil
             } else if park.expiresAtNs > nowNs {
                 // An earlier record of its key waits in the retry topic: this one follows it there.
@@ -960,6 +973,9 @@ public final class JobDispatcher: Sendable {
                     let horizon = policy.longestRemainingWait(afterAttempt: pending.job.attempt) + pending.worker.budget * runsLeft + delay.parkSlack
                     let expires = nowNs.addingReportingOverflow(horizon.wholeNanoseconds)
                     var park = state.parked[key] ?? Park(inTransit: 0, expiresAtNs: 0)
+                    // Records of the key still in the retry topic (forwarded behind an earlier attempt and not
+                    // read back yet) were written before this retry: they come back first and follow it again.
+                    park.forwardAgain = park.inTransit
                     park.inTransit += 1 + followers.count
                     park.expiresAtNs = max(park.expiresAtNs, expires.overflow ? .max : expires.partialValue)
                     state.parked[key] = park

@@ -209,6 +209,46 @@ import Testing
         #expect(outputs.result(offset: 7)?.result == .newData, "runs here again, no longer forwarded")
     }
 
+    /// The retry runs (and fails) again before its followers are read back from the retry topic: they come
+    /// back ahead of the new retry there, so they are forwarded behind it again instead of running first.
+    @Test(.timeLimit(.minutes(1))) func followersReadBackAfterTheirRetryFailedAgainFollowTheNewRetry() async throws {
+        let outputs = Outputs()
+        let runs = Locked<[Int64]>([])
+        var registry = WorkerRegistry()
+        registry.register(type: "flaky", worker: ClosureWorker { job in
+            runs.withLock { $0.append(job.source.offset) }
+            return job.attempt < 3 ? .failed(retryable: true) : .newData
+        }, name: "flaky")
+        registry.register(type: "ok", worker: ClosureWorker { job in runs.withLock { $0.append(job.source.offset) }; return .newData }, name: "ok")
+        let dispatcher = Self.dispatcher(outputs, registry: registry)
+        func retry(_ offset: Int64, attempts: Int) -> InputRecord {
+            InputRecord(source: source(offset, topic: Self.retryTopic), key: Array("device-a".utf8), value: Payload.silent(type: "flaky"),
+                        headers: [Self.header(Job.attemptsHeader, String(attempts))], receivedAtMs: WallClock.nowMs())
+        }
+        func follower(_ offset: Int64) -> InputRecord { Self.record("ok", offset: offset, key: "device-a", topic: Self.retryTopic) }
+        // Offset 1 fails, and 2 and 3 of its key follow it into the retry topic (offsets 10, 11, 12 there).
+        dispatcher.submit([Self.record("flaky", offset: 1, key: "device-a"), Self.record("ok", offset: 2, key: "device-a"),
+                           Self.record("ok", offset: 3, key: "device-a")])
+        #expect(await idle(dispatcher))
+        #expect(outputs.forwards.map(\.0.source.offset) == [2, 3])
+        // The retry is read back alone (its followers lag behind in the fetch) and fails again: retry topic
+        // offset 13 is its next attempt, written after the followers at 11 and 12.
+        dispatcher.submit([retry(10, attempts: 1)])
+        #expect(await idle(dispatcher))
+        #expect(outputs.results.filter { $0.1 != nil }.count == 2, "the second attempt failed retryably too")
+        // The followers come back now, ahead of the new retry: they follow it again and do not run.
+        dispatcher.submit([follower(11), follower(12)])
+        #expect(await idle(dispatcher))
+        #expect(runs.value == [1, 10], "\(runs.value)")
+        #expect(outputs.forwards.map(\.0.source.offset) == [2, 3, 11, 12])
+        #expect(dispatcher.parkedKeyCount == 1)
+        // The third attempt, then the followers once more: now they run, after it, in order.
+        dispatcher.submit([retry(13, attempts: 2), follower(14), follower(15)])
+        #expect(await idle(dispatcher))
+        #expect(runs.value == [1, 10, 13, 14, 15], "\(runs.value)")
+        #expect(dispatcher.parkedKeyCount == 0)
+    }
+
     @Test(.timeLimit(.minutes(1))) func aRetryWaitingForItsTimeHoldsItsKeyButNotOthers() async throws {
         let outputs = Outputs()
         let ran = Locked<[String]>([])

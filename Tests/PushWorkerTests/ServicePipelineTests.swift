@@ -12,12 +12,15 @@ struct ServicePipelineTests {
     static let silent = #"{"aps":{"content-available":1},"type":"content-update","contentId":"article-123"}"#
 
     @Test func everyOutcomeBecomesOneResult() async throws {
-        var registry = WorkerRegistry(defaultBudget: .milliseconds(300))
+        // Quick workers get a budget no busy test machine runs out of (the whole suite runs in parallel on two
+        // cores); the slow one gets 300 ms, the budget its timeout result reports.
+        var registry = WorkerRegistry(defaultBudget: .seconds(10))
         registry.register(type: "content-update", worker: ClosureWorker { job in
             job.object["contentId"]?.stringValue == nil ? WorkerOutcome(.noData, reason: "noContentId") : .newData
         })
         registry.register(type: "throws", worker: ClosureWorker { _ in throw CocoaError(.fileNoSuchFile) })
-        registry.register(type: "slow", worker: ClosureWorker { _ in try await Task.sleep(for: .seconds(10)); return .newData })
+        registry.register(type: "slow", worker: ClosureWorker { _ in try await Task.sleep(for: .seconds(10)); return .newData },
+                          name: "slow", budget: .milliseconds(300))
         let harness = try await PushWorkerTestHarness.start(registry: registry)
         let inputs: [(String?, [String: String], String, String?)] = [
             (Self.silent, ["apns-id": "a"], "newData", nil),
