@@ -16,7 +16,9 @@ struct StatusPageGroupTests {
     static var publishInterval: Duration { underSanitizer ? .seconds(1) : .milliseconds(300) }
     /// What the drop-off may take beyond the member timeout: the reader's 200 ms poll and this test's 100 ms
     /// polling of /status.json.
-    static var slack: Duration { underSanitizer ? .seconds(2) : .seconds(1) }
+    /// What the drop-off may take beyond the member timeout: the page's own sampling and this test's polling,
+    /// on a machine busy with the rest of the suite (4.6 s seen once with 1 s allowed).
+    static var slack: Duration { underSanitizer ? .seconds(10) : .seconds(8) }
 
     static func registry() -> WorkerRegistry {
         var registry = WorkerRegistry()
@@ -66,7 +68,7 @@ struct StatusPageGroupTests {
             try await secondTask.value
             let stoppedAt = ContinuousClock.now
             var remaining: Set<String> = []
-            let dropped = try await HTTPProbe.eventually(timeout: .seconds(10)) {
+            let dropped = try await HTTPProbe.eventually(timeout: .seconds(20)) {
                 remaining = try await Self.memberIds(firstPort)
                 return remaining == [firstId]
             }
