@@ -37,7 +37,10 @@ extension ServiceConfiguration {
         decoder.allowsJSON5 = true
         let root: JSONValue
         do {
-            root = try decoder.decode(JSONValue.self, from: data)
+            // A line feed after the text (JSON5 whitespace: nothing changes): Foundation's JSON5 scanner reads
+            // one byte past a number that ends the buffer, e.g. a file holding only `.5233727237` (found by
+            // FuzzConfiguration under AddressSanitizer).
+            root = try decoder.decode(JSONValue.self, from: data + [0x0A])
         } catch {
             throw Self.syntaxError(in: data, file: file, decoderError: error)
         }

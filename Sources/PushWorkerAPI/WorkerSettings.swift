@@ -56,7 +56,9 @@ public struct WorkerSettings: Sendable, Equatable {
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         do {
-            return try decoder.decode(JSONValue.self, from: Data(text.utf8))
+            // A trailing line feed (JSON5 whitespace): Foundation's JSON5 scanner reads one byte past a
+            // number that ends the buffer.
+            return try decoder.decode(JSONValue.self, from: Data(text.utf8) + [0x0A])
         } catch {
             throw WorkerSettingsError(.syntax, key: key, "is not valid JSON5: \(error)")
         }
