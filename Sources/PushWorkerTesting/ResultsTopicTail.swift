@@ -21,12 +21,17 @@ public final class ResultsTopicTail: Sendable {
         var next: [TopicPartition: Int64] = [:]
         /// The input offsets that have a result (the results' `source`), per input partition.
         var answered: [TopicPartition: Set<Int64>] = [:]
+        /// The first 20 places where the reader skipped offsets: a record read at another offset than the
+        /// next one expected. Without transactions a partition's offsets are contiguous; a transaction's
+        /// commit marker (a control record, never delivered) also leaves one offset out.
+        var gaps: [String] = []
     }
 
     private let state = Mutex(State())
     private let consumer: KafkaConsumer
     private let partitions: [TopicPartition]
     private let stopped = Atomic<Bool>(false)
+    private let readerWarnings: ReaderWarnings
 
     /// Starts reading `topic` of the cluster at `servers` (`bootstrap.servers`); `inputs` are the ids
     /// produced (each input's `apns-id`, its result's `messageId`). With `finalResultsOnly`, a result with
@@ -35,7 +40,12 @@ public final class ResultsTopicTail: Sendable {
     /// answered (its offset is committed once that result and the retry's copy are acknowledged).
     /// - Throws: ``KafkaError`` if the reader cannot start or the topic's partitions cannot be read in 10 s.
     public init(servers: String, topic: String, inputs: [String], finalResultsOnly: Bool = false) throws {
-        consumer = try KafkaConsumer.reader(configuration: KafkaConfiguration(["bootstrap.servers": servers, "fetch.wait.max.ms": "20"]))
+        let warnings = ReaderWarnings()
+        consumer = try KafkaConsumer.reader(configuration: KafkaConfiguration(["bootstrap.servers": servers, "fetch.wait.max.ms": "20"]), logHandler: { message in
+            guard message.severity <= 4 else { return }
+            warnings.list.withLock { if $0.count < 20 { $0.append("\(message.facility): \(message.message)") } }
+        })
+        readerWarnings = warnings
         partitions = try consumer.partitions(of: topic, timeoutMs: 10_000)
         try consumer.assign(partitions.map { TopicPartitionOffset($0, offset: KafkaConsumer.offsetBeginning) })
         state.withLock { state in inputs.forEach { state.ledger.produced($0) } }
@@ -53,6 +63,10 @@ public final class ResultsTopicTail: Sendable {
                 let willRetry = object?["willRetry"] as? Bool ?? false
                 state.withLock { state in
                     if !(finalResultsOnly && willRetry) { state.ledger.sawResult(id) }
+                    let expected = state.next[record.topicPartition] ?? 0
+                    if record.offset != expected && state.gaps.count < 20 {
+                        state.gaps.append("\(record.topicPartition): expected offset \(expected), read \(record.offset)")
+                    }
                     state.next[record.topicPartition] = record.offset + 1
                     if let input { state.answered[input.0, default: []].insert(input.1) }
                 }
@@ -64,6 +78,13 @@ public final class ResultsTopicTail: Sendable {
 
     /// The ledger so far.
     public var ledger: ResultLedger { state.withLock { $0.ledger } }
+
+    /// Where the reader found a partition's offsets not contiguous (each "`topic[p]`: expected offset N,
+    /// read M"; in the exactly-once mode each transaction's commit marker adds one), and the reader's first
+    /// 20 librdkafka warnings and errors: without transactions, empty when it read every record.
+    public var readingProblems: [String] {
+        state.withLock { $0.gaps } + readerWarnings.list.withLock { $0 }
+    }
 
     /// Charges the duplicates read from now on to a new crash (``ResultLedger/crashed()``).
     public func crashed() { state.withLock { $0.ledger.crashed() } }
@@ -113,4 +134,9 @@ public final class ResultsTopicTail: Sendable {
         stopped.store(true, ordering: .releasing)
         consumer.wakeUp()
     }
+}
+
+/// The reader's first 20 librdkafka warnings and errors (severity ≤ 4), shared by its log handler and the tail.
+private final class ReaderWarnings: Sendable {
+    let list = Mutex<[String]>([])
 }

@@ -154,7 +154,17 @@ struct FaultLedgerTests {
                 try run.placeLeaders { _ in broker }
                 try await run.waitForProgress(by: run.records / 8)
             }
-            return (2 * 2 * run.partitions, "the leader of each partition of the input and results topics moved from broker 1 to 2, then to 3")
+            return (2 * 2 * run.partitions, "the leader of each partition of the input and results topics moved from broker 1 to 2, then to 3 (results producer not idempotent)")
+        } configure: { configuration in
+            // The mock does not check an idempotent producer's sequence numbers (only a transactional one's).
+            // When a partition moves while a Produce is in flight to the old leader, librdkafka 2.0.2 can send
+            // the next batch to the new leader before it puts the failed one back: a real broker refuses that
+            // batch (OUT_OF_ORDER_SEQUENCE_NUMBER) and librdkafka sends both again in order; the mock appends
+            // it, and librdkafka then counts the failed batch as delivered ("implicitly acked", its debug
+            // facility IMPLICITACK). That lost one batch (10–12 results) in about 1 of 48 runs here, so this
+            // scenario runs the results producer without idempotence: librdkafka retries each batch until the
+            // broker appends it, and acknowledges nothing it has not appended (docs/guarantees.md).
+            configuration.producer["enable.idempotence"] = "false"
         }
     }
 
@@ -304,12 +314,21 @@ enum FaultLedger {
             let committed = try await committedOffsets(harness)
             #expect(try await tail.waitUntilCaughtUp(timeout: .seconds(30)))
             let ledger = tail.ledger
+            // An input without a result: read the results topic again with a fresh reader, to tell a record
+            // the broker does not hold from one the tail did not read.
+            var reread = ""
+            if !ledger.lost.isEmpty {
+                let fresh = try ResultsTopicTail(servers: harness.cluster.bootstrapServers, topic: harness.configuration.resultsTopic, inputs: ids, finalResultsOnly: retries)
+                _ = try await fresh.waitUntilCaughtUp(timeout: .seconds(30))
+                reread = "; read again: \(fresh.ledger.summary), lost \(fresh.ledger.lost.prefix(5)); the tail's reading problems: \(tail.readingProblems)"
+                fresh.stop()
+            }
             let report = FaultLedgerReport(scenario: scenario, mode: mode, ledger: ledger, faults: injected.faults, faultDetail: injected.detail,
                                            seconds: Double((ContinuousClock.now - started) / .milliseconds(1)) / 1000)
             print(report.line)
             #expect(finished, "every input has a result within 90 s after the fault: \(ledger.summary)")
             #expect(settled, "every input's offset committed within 60 s of the last input's first result: \(ledger.summary)")
-            #expect(ledger.lost.isEmpty, "inputs without a result: \(ledger.lost.prefix(10)) … \(ledger.summary)")
+            #expect(ledger.lost.isEmpty, "inputs without a result: \(ledger.lost.prefix(10)) … \(ledger.summary)\(reread)")
             #expect(ledger.unexpected.isEmpty, "results for ids never produced: \(ledger.unexpected.prefix(10))")
             #expect(ledger.repeatedInputs.isEmpty)
             #expect(injected.faults > 0, "the fault happened: \(injected.detail)")
