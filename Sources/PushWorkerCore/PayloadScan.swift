@@ -49,6 +49,25 @@ extension JSONScanner {
         }
     }
 
+    /// After a member's value in an object: skips white space, then reads `,` and the white space after
+    /// it (`true`: another member follows) or `}` (`false`: the object has ended); `nil` for any other
+    /// byte or the end of the bytes.
+    @inline(__always)
+    mutating func strictAfterMember() -> Bool? {
+        strictSkipWhitespace()
+        switch strictPeek() {
+        case UInt8(ascii: ","):
+            index += 1
+            strictSkipWhitespace()
+            return true
+        case UInt8(ascii: "}"):
+            index += 1
+            return false
+        default:
+            return nil
+        }
+    }
+
     /// The top-level object and its envelope (see ``PayloadScan/read(_:)``).
     mutating func strictEnvelope() -> PayloadEnvelope? {
         strictSkipWhitespace()
@@ -63,7 +82,7 @@ extension JSONScanner {
         if strictPeek() == UInt8(ascii: "}") {
             index += 1
         } else {
-            members: while true {
+            while true {
                 guard let key = strictKey() else { return nil }
                 if strictKey(key, is: "aps") {
                     guard !seenAps, let problem = strictAps() else { return nil }
@@ -81,17 +100,8 @@ extension JSONScanner {
                 } else if !strictValue(level: 1) {
                     return nil
                 }
-                strictSkipWhitespace()
-                switch strictPeek() {
-                case UInt8(ascii: ","):
-                    index += 1
-                    strictSkipWhitespace()
-                case UInt8(ascii: "}"):
-                    index += 1
-                    break members
-                default:
-                    return nil
-                }
+                guard let more = strictAfterMember() else { return nil }
+                if !more { break }
             }
         }
         strictSkipWhitespace()
@@ -138,17 +148,8 @@ extension JSONScanner {
             } else if !strictValue(level: 2) {
                 return nil
             }
-            strictSkipWhitespace()
-            switch strictPeek() {
-            case UInt8(ascii: ","):
-                index += 1
-                strictSkipWhitespace()
-            case UInt8(ascii: "}"):
-                index += 1
-                return .some(problem)
-            default:
-                return nil
-            }
+            guard let more = strictAfterMember() else { return nil }
+            if !more { return .some(problem) }
         }
     }
 
