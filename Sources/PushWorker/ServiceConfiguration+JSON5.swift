@@ -2,14 +2,16 @@ import Foundation
 import PushWorkerCore
 
 extension ServiceConfiguration {
-    /// The error for a document `JSONDecoder` refused: the line, column and key path of the first problem
+    /// The error for a document that is not JSON5: the line, column and key path of the first problem
     /// (``JSON5SyntaxLocator``), e.g. `config/pushworker.json5 is not valid JSON5: line 3, column 3 (at
-    /// groupId): expected ',' or '}' after the value of 'groupId', found 'w'`; the decoder's own text when
-    /// the locator finds none. `data` is valid UTF-8 here.
-    static func syntaxError(in data: Data, file: String, decoderError: any Error) -> ConfigurationError {
-        if let problem = JSON5SyntaxLocator.locate(String(decoding: data, as: UTF8.self)) {
-            return ConfigurationError(.syntax, key: problem.keyPath.isEmpty ? nil : problem.keyPath, "\(file) is not valid JSON5: \(problem)")
-        }
+    /// groupId): expected ',' or '}' after the value of 'groupId', found 'w'`.
+    static func syntaxError(_ problem: JSON5SyntaxLocator.Problem, file: String) -> ConfigurationError {
+        ConfigurationError(.syntax, key: problem.keyPath.isEmpty ? nil : problem.keyPath, "\(file) is not valid JSON5: \(problem)")
+    }
+
+    /// The error for a document `JSONDecoder` refused after ``JSON5SyntaxLocator`` accepted it: the
+    /// decoder's own text.
+    static func syntaxError(decoderError: any Error, file: String) -> ConfigurationError {
         var reason = "\(decoderError)"
         if case let DecodingError.dataCorrupted(context) = decoderError {
             reason = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
@@ -33,6 +35,11 @@ extension ServiceConfiguration {
                 throw ConfigurationError(.syntax, key: nil, "\(file) is not valid JSON5: the bytes at offset \(offset) are not UTF-8")
             }
         }
+        // The syntax is checked first, and a document that fails never reaches Foundation's decoder, which
+        // traps on some invalid numbers (``JSON5SyntaxLocator``).
+        if let problem = JSON5SyntaxLocator.locate(String(decoding: data, as: UTF8.self)) {
+            throw Self.syntaxError(problem, file: file)
+        }
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         let root: JSONValue
@@ -42,7 +49,7 @@ extension ServiceConfiguration {
             // FuzzConfiguration under AddressSanitizer).
             root = try decoder.decode(JSONValue.self, from: data + [0x0A])
         } catch {
-            throw Self.syntaxError(in: data, file: file, decoderError: error)
+            throw Self.syntaxError(decoderError: error, file: file)
         }
         var reader = try ConfigReader(root, path: "")
         if let kafka = try reader.properties("kafka") { self.kafka = self.kafka.merging(kafka) }

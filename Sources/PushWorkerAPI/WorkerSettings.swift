@@ -53,6 +53,10 @@ public struct WorkerSettings: Sendable, Equatable {
     /// Parses JSON5 text (a Swift string, so valid UTF-8) into a value.
     /// - Throws: ``WorkerSettingsError`` `syntax` naming `key` when the text is not JSON5.
     package static func parseJSON5(_ text: String, key: String) throws(WorkerSettingsError) -> JSONValue {
+        // Checked first: Foundation's decoder traps on some invalid numbers (``JSON5SyntaxLocator``).
+        if let problem = JSON5SyntaxLocator.locate(text) {
+            throw WorkerSettingsError(.syntax, key: key, "is not valid JSON5: \(problem)")
+        }
         let decoder = JSONDecoder()
         decoder.allowsJSON5 = true
         do {

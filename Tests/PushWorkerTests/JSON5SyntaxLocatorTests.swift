@@ -1,5 +1,6 @@
 import Foundation
 @testable import PushWorker
+import PushWorkerAPI
 import Testing
 
 /// Line, column and key path of JSON5 syntax errors in configuration files.
@@ -16,6 +17,7 @@ struct JSON5SyntaxLocatorTests {
         ("", 1, 1, "", "the file is empty; expected a JSON5 object such as { }"),
         ("{ a: 0x }", 1, 8, "a", "expected hexadecimal digits after 0x"),
         ("{ \"k\": { 'q': -.5e }, }", 1, 19, "k.q", "expected digits in the number's exponent"),
+        ("{ maxInFlight: 0x1E-510 }", 1, 20, "maxInFlight", "expected ',' or '}' after the value of 'maxInFlight', found '-'"),
     ])
     func locates(_ text: String, line: Int, column: Int, keyPath: String, reason: String) {
         #expect(JSON5SyntaxLocator.locate(text) == .init(line: line, column: column, keyPath: keyPath, reason: reason))
@@ -47,5 +49,22 @@ struct JSON5SyntaxLocatorTests {
         } catch {
             Issue.record("\(error)")
         }
+    }
+
+    /// Foundation's JSON5 scanner traps on a hexadecimal number whose last digit is `E` followed by a sign
+    /// (it reads an exponent); found by FuzzConfiguration. Such a document must be refused by the locator
+    /// before the decoder sees it, in the config file and in worker settings alike.
+    @Test("a hexadecimal number followed by a sign is refused, not decoded", arguments: ["0x1E-510", "0x1e+5", "0xE-5"])
+    func hexadecimalNumberWithSignIsRefused(_ number: String) {
+        do {
+            _ = try ServiceConfiguration.load(json5: Data("{ maxInFlight: \(number) }".utf8), file: "pw.json5", environment: [:])
+            Issue.record("\(number) was accepted")
+        } catch let error as ConfigurationError {
+            #expect(error.code == .syntax)
+            #expect(error.key == "maxInFlight")
+        } catch {
+            Issue.record("\(error)")
+        }
+        #expect(throws: WorkerSettingsError.self) { try WorkerSettings(json5: "{ s: { n: \(number) } }") }
     }
 }

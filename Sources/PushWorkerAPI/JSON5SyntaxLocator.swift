@@ -4,28 +4,39 @@
 /// It is a small recursive-descent checker of JSON5 (spec 1.0.0): objects and arrays with trailing commas,
 /// keys as strings or identifiers, single- or double-quoted strings with escapes and line continuations,
 /// numbers (hexadecimal, leading or trailing decimal point, `+`, `Infinity`, `NaN`), `true`, `false`,
-/// `null`, `//` and `/* */` comments. It builds no value; the document is decoded by `JSONDecoder` alone,
-/// and this runs only after that failed. Nesting is limited to ``maxDepth`` levels.
-struct JSON5SyntaxLocator {
+/// `null`, `//` and `/* */` comments. It builds no value; the document is decoded by `JSONDecoder` alone.
+/// It runs *before* that decoder, and a document it refuses never reaches it: Foundation's JSON5 scanner
+/// traps (a crash, not a thrown error) on some invalid numbers, e.g. `0x1E-5`, a hexadecimal number whose
+/// last digit `E` it takes for an exponent (found by FuzzConfiguration). Nesting is limited to
+/// ``maxDepth`` levels.
+package struct JSON5SyntaxLocator {
     /// Where and why the document is not valid JSON5.
-    struct Problem: Error, Equatable, CustomStringConvertible {
+    package struct Problem: Error, Equatable, CustomStringConvertible {
         /// 1-based line (lines end at LF; a CR LF counts once).
-        var line: Int
+        package var line: Int
         /// 1-based column, counted in Unicode scalars.
-        var column: Int
+        package var column: Int
         /// The key path of the member being read, e.g. `workers.ping.kind`, or `workers[2]` inside an
         /// array; empty at the top level.
-        var keyPath: String
+        package var keyPath: String
         /// What was expected, e.g. `expected ',' or '}' after the value of 'groupId'`.
-        var reason: String
+        package var reason: String
 
-        var description: String {
+        /// Creates a problem at a position.
+        package init(line: Int, column: Int, keyPath: String, reason: String) {
+            self.line = line
+            self.column = column
+            self.keyPath = keyPath
+            self.reason = reason
+        }
+
+        package var description: String {
             "line \(line), column \(column)" + (keyPath.isEmpty ? "" : " (at \(keyPath))") + ": \(reason)"
         }
     }
 
     /// The deepest nesting checked; deeper documents report a problem there.
-    static let maxDepth = 512
+    package static let maxDepth = 512
 
     private let scalars: [Unicode.Scalar]
     private var index = 0
@@ -34,7 +45,7 @@ struct JSON5SyntaxLocator {
     private init(_ text: String) { scalars = Array(text.unicodeScalars) }
 
     /// The first problem of `text`, or `nil` when it is valid JSON5 by these rules.
-    static func locate(_ text: String) -> Problem? {
+    package static func locate(_ text: String) -> Problem? {
         var locator = JSON5SyntaxLocator(text)
         do throws(Problem) {
             try locator.skipSpace()
