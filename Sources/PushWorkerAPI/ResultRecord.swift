@@ -5,44 +5,142 @@
 /// beside it.
 public struct ResultRecord: Sendable, Hashable {
     /// The `apns-id` when it is non-empty UTF-8, or `<topic>-<partition>-<offset>` (`PushHeaders.messageId(fallback:)` (PushWorkerCore)).
-    public var messageId: String
+    public var messageId: String {
+        get { storage.fields.messageId }
+        set { change { $0.messageId = newValue } }
+    }
     /// The payload's `type`, or `nil` when it had none (or the value was not readable).
-    public var type: String?
+    public var type: String? {
+        get { storage.fields.type }
+        set { change { $0.type = newValue } }
+    }
     /// `newData`, `noData` or `failed`.
-    public var result: BackgroundFetchResult
+    public var result: BackgroundFetchResult {
+        get { storage.fields.result }
+        set { change { $0.result = newValue } }
+    }
     /// pushworker's reason or the worker's, or `nil`.
-    public var reason: ResultReason?
+    public var reason: ResultReason? {
+        get { storage.fields.reason }
+        set { change { $0.reason = newValue } }
+    }
     /// Human-readable detail (error text, exit status, HTTP status), or `nil`.
-    public var detail: String?
+    public var detail: String? {
+        get { storage.fields.detail }
+        set { change { $0.detail = newValue } }
+    }
     /// The worker that ran, or `nil` if none ran.
-    public var worker: String?
+    public var worker: String? {
+        get { storage.fields.worker }
+        set { change { $0.worker = newValue } }
+    }
     /// 1 for the first run.
-    public var attempt: Int
+    public var attempt: Int {
+        get { storage.fields.attempt }
+        set { change { $0.attempt = newValue } }
+    }
     /// Whether another attempt of this record follows (its failure is retryable and its retry policy has
     /// attempts left): a reader need not alarm on a `failed` result that will run again. Default `false`.
-    public var willRetry: Bool
+    public var willRetry: Bool {
+        get { storage.fields.willRetry }
+        set { change { $0.willRetry = newValue } }
+    }
     /// The topic, partition and offset the record was read from: the input topic's, or the retry topic's
     /// for a record that waited there (a retry or a scheduled push).
-    public var source: RecordSource
+    public var source: RecordSource {
+        get { storage.fields.source }
+        set { change { $0.source = newValue } }
+    }
     /// The position of the record as first written to an input topic, when it differs from ``source``
     /// (the record came through the retry topic), else `nil`. In the JSON value only when set.
-    public var origin: RecordSource?
+    public var origin: RecordSource? {
+        get { storage.fields.origin }
+        set { change { $0.origin = newValue } }
+    }
     /// When the record was taken, UNIX milliseconds.
-    public var receivedAtMs: Int64
+    public var receivedAtMs: Int64 {
+        get { storage.fields.receivedAtMs }
+        set { change { $0.receivedAtMs = newValue } }
+    }
     /// When the worker started, UNIX milliseconds, or `nil` if no worker ran.
-    public var startedAtMs: Int64?
+    public var startedAtMs: Int64? {
+        get { storage.fields.startedAtMs }
+        set { change { $0.startedAtMs = newValue } }
+    }
     /// When the result was decided, UNIX milliseconds.
-    public var finishedAtMs: Int64
+    public var finishedAtMs: Int64 {
+        get { storage.fields.finishedAtMs }
+        set { change { $0.finishedAtMs = newValue } }
+    }
     /// The worker's run time in milliseconds (0 if it did not run).
-    public var durationMs: Double
+    public var durationMs: Double {
+        get { storage.fields.durationMs }
+        set { change { $0.durationMs = newValue } }
+    }
     /// The input's key (the result record is keyed by it); not part of the JSON value.
-    public var key: [UInt8]?
+    public var key: [UInt8]? {
+        get { storage.fields.key }
+        set { change { $0.key = newValue } }
+    }
     /// The input's `apns-id` header bytes, copied to the result's headers unchanged (UTF-8 or not), or `nil`
     /// when the input had none or one over `PushHeaders.maxApnsIdBytes` (PushWorkerCore); not part of the JSON value.
-    public var apnsIdHeader: [UInt8]?
+    public var apnsIdHeader: [UInt8]? {
+        get { storage.fields.apnsIdHeader }
+        set { change { $0.apnsIdHeader = newValue } }
+    }
     /// The input's W3C `traceparent` header bytes, copied to the result's headers unchanged, or `nil` when
     /// the input had none or one over `PushHeaders.maxTraceparentBytes` (PushWorkerCore); not part of the JSON value.
-    public var traceparentHeader: [UInt8]?
+    public var traceparentHeader: [UInt8]? {
+        get { storage.fields.traceparentHeader }
+        set { change { $0.traceparentHeader = newValue } }
+    }
+
+    /// The stored values, in one immutable shared box. A result is copied several times on its way from
+    /// the dispatcher through the publisher to its delivery report (in output enums, batches and in-flight
+    /// tables); a copy then retains one object instead of each of its strings and byte arrays (retain and
+    /// release were about a quarter of pushworker's CPU samples under `perf` before). A change, rare after
+    /// the result is made (a retry's note), makes a new box.
+    private struct Fields: Sendable, Hashable {
+        var messageId: String
+        var type: String?
+        var result: BackgroundFetchResult
+        var reason: ResultReason?
+        var detail: String?
+        var worker: String?
+        var attempt: Int
+        var willRetry: Bool
+        var source: RecordSource
+        var origin: RecordSource?
+        var receivedAtMs: Int64
+        var startedAtMs: Int64?
+        var finishedAtMs: Int64
+        var durationMs: Double
+        var key: [UInt8]?
+        var apnsIdHeader: [UInt8]?
+        var traceparentHeader: [UInt8]?
+    }
+
+    private final class Storage: Sendable {
+        let fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var storage: Storage
+
+    /// Changes a copy of the stored values and keeps it in a new box.
+    private mutating func change(_ body: (inout Fields) -> Void) {
+        var fields = storage.fields
+        body(&fields)
+        storage = Storage(fields)
+    }
+
+    /// Whether two results have the same values (every property above).
+    public static func == (lhs: ResultRecord, rhs: ResultRecord) -> Bool {
+        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
+    }
+
+    /// Hashes every property, as `==` compares them.
+    public func hash(into hasher: inout Hasher) { hasher.combine(storage.fields) }
 
     /// Whether the result carries an `apns-id` header (``apnsIdHeader`` is set).
     public var hasApnsId: Bool { apnsIdHeader != nil }
@@ -59,23 +157,11 @@ public struct ResultRecord: Sendable, Hashable {
         finishedAtMs: Int64, durationMs: Double, key: [UInt8]? = nil, apnsIdHeader: [UInt8]? = nil, traceparentHeader: [UInt8]? = nil,
         willRetry: Bool = false, origin: RecordSource? = nil
     ) {
-        self.willRetry = willRetry
-        self.origin = origin
-        self.messageId = messageId
-        self.type = type
-        self.result = result
-        self.reason = reason
-        self.detail = detail
-        self.worker = worker
-        self.attempt = attempt
-        self.source = source
-        self.receivedAtMs = receivedAtMs
-        self.startedAtMs = startedAtMs
-        self.finishedAtMs = finishedAtMs
-        self.durationMs = durationMs
-        self.key = key
-        self.apnsIdHeader = apnsIdHeader
-        self.traceparentHeader = traceparentHeader
+        storage = Storage(Fields(
+            messageId: messageId, type: type, result: result, reason: reason, detail: detail, worker: worker,
+            attempt: attempt, willRetry: willRetry, source: source, origin: origin, receivedAtMs: receivedAtMs,
+            startedAtMs: startedAtMs, finishedAtMs: finishedAtMs, durationMs: durationMs, key: key,
+            apnsIdHeader: apnsIdHeader, traceparentHeader: traceparentHeader))
     }
 
     /// The JSON value of the result record, UTF-8, keys in contract order:
