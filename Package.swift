@@ -59,7 +59,15 @@ let package = Package(
         .target(name: "PushWorkerProbe", dependencies: ["PushWorkerAPI"]),
         // Testing kit for worker authors (re-exports PushWorkerProbe).
         .target(name: "PushWorkerTesting", dependencies: ["PushWorkerProbe", "PushWorker", "PushWorkerKafka", "PushWorkerCore"]),
-        .executableTarget(name: "pushworker", dependencies: ["PushWorkerCLI"]),
+        // jemalloc (Debian/Ubuntu `libjemalloc-dev`) for the `pushworker` executable in release builds, with its
+        // options (`malloc_conf`): a third less CPU per record than glibc's malloc in the benchmark
+        // (docs/performance.md). Debug builds, and so the sanitizer and fuzzing builds, keep the C library's
+        // malloc.
+        .target(
+            name: "CPushWorkerAllocator",
+            linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux], configuration: .release))]
+        ),
+        .executableTarget(name: "pushworker", dependencies: ["PushWorkerCLI", "CPushWorkerAllocator"]),
         .testTarget(name: "PushWorkerCoreTests", dependencies: ["PushWorkerCore", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerKafkaTests", dependencies: ["PushWorkerKafka"]),
         .testTarget(name: "PushWorkerMetricsTests", dependencies: ["PushWorkerMetrics"]),

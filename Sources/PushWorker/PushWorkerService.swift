@@ -416,6 +416,7 @@ public final class PushWorkerService: Sendable {
             "exactlyOnce": configuration.exactlyOnce.enabled ? "on, transactional.id \(configuration.producerProperties["transactional.id"] ?? "")" : "(off)",
             "dedupe": configuration.dedupe.map { "window \($0.effectiveWindowMs) ms, at most \($0.effectiveMaxEntries) apns-ids" } ?? "(off)",
             "retryTopic": configuration.retries.enabled ? retryTopic : "(off)",
+            "allocator": MemoryAllocator.description,
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }
         // The status page: samples on a timer, and this member's snapshot to and the group's from the

@@ -106,7 +106,7 @@ public struct PushWorkerCommandLine: Sendable {
             case "--help", "-h", "help":
                 Output.line(Self.usage)
             case "--version", "version":
-                Output.line("pushworker \(Self.version) (librdkafka \(KafkaLibrary.versionString))")
+                Output.line("pushworker \(Self.version) (librdkafka \(KafkaLibrary.versionString); \(MemoryAllocator.description))")
             default:
                 Output.error("pushworker: unknown command '\(command)'\(Self.commandHint(command)); run 'pushworker --help' for the list")
                 return 2
