@@ -611,9 +611,6 @@ public final class JobDispatcher: Sendable {
         effects.toStart.forEach(start)
     }
 
-    /// Hands one output over (a batch of one).
-    private func onOutput(_ output: DispatcherOutput) { onOutputs([output]) }
-
     /// The outcome `pending`'s worker gives at once (an ``ImmediateWorker``), unless it is a retryable
     /// failure: that one runs on the executor, whose completion makes the retry.
     private static func immediateOutcome(of pending: Pending) -> WorkerOutcome? {
@@ -863,15 +860,13 @@ public final class JobDispatcher: Sendable {
         if pending.waited, let header = pending.apnsExpiration, let expiration = APNsExpiration(header: header),
            expiration.hasPassed(atMs: WallClock.nowMs()) {
             guard executor.abort(run) else { return }  // cut short meanwhile (a fast stop): no result
-            onOutput(.result(notRun(pending, .expired, "apns-expiration \(expiration.seconds) passed while the record waited for its time (pushworker-not-before or its retry backoff)"), pending.input, retry: nil))
-            finished(pending, failed: false, retried: false)
+            finished(pending, failed: false, retried: false, output: .result(notRun(pending, .expired, "apns-expiration \(expiration.seconds) passed while the record waited for its time (pushworker-not-before or its retry backoff)"), pending.input, retry: nil))
             return
         }
         executor.start(pending.job, on: pending.worker, run: run) { [self] report in
             var result = result(of: pending, report)
             let retry = retryRequest(for: pending, report, result: &result)
-            onOutput(.result(result, pending.input, retry: retry))
-            finished(pending, failed: report.outcome.result == .failed, retried: retry != nil)
+            finished(pending, failed: report.outcome.result == .failed, retried: retry != nil, output: .result(result, pending.input, retry: retry))
         }
     }
 
@@ -934,7 +929,12 @@ public final class JobDispatcher: Sendable {
     /// jobs of its key queued behind it follow it through the retry topic, in order, and its key is parked:
     /// later records of the key follow too (``place(_:outcomeNow:nowNs:in:effects:)``) until what
     /// was forwarded is read back here, or the parking expires.
-    private func finished(_ pending: Pending, failed: Bool, retried: Bool) {
+    ///
+    /// `output` (its result, with the copy for the retry topic when it is retried) is handed over after the
+    /// key is parked and before its followers: handed over first, its retry copy could be delivered and
+    /// read back from the retry topic before the key was parked, and then count against a parking made
+    /// after it (found by RetryServiceTests on a loaded machine: the retry ran as its own follower).
+    private func finished(_ pending: Pending, failed: Bool, retried: Bool, output: DispatcherOutput) {
         let nowNs = clockOrigin.duration(to: .now).wholeNanoseconds
         var timer: Int64?
         let (toStart, followers, wake) = state.withLock { state -> ([Pending], [Pending], [CheckedContinuation<Void, Never>]) in
@@ -989,7 +989,10 @@ public final class JobDispatcher: Sendable {
             defer { state.idleWaiters.removeAll() }
             return (toStart, followers, state.idleWaiters)
         }
-        for follower in followers { onOutput(.forward(follower.input, forward(follower, .follower))) }
+        var outputs = [output]
+        outputs.reserveCapacity(1 + followers.count)
+        for follower in followers { outputs.append(.forward(follower.input, forward(follower, .follower))) }
+        onOutputs(outputs)
         toStart.forEach(start)
         wake.forEach { $0.resume() }
         schedule(timer)

@@ -209,9 +209,20 @@ struct ResultDeliveryTests {
             $0.producer["retry.backoff.ms"] = "50"
         }
         for _ in 0..<3 { try await harness.produce(#"{"aps":{"content-available":1},"type":"gated"}"#) }
-        // Every Produce request fails for a while (REQUEST_TIMED_OUT, retriable, 7): the results time out.
-        harness.cluster.pushRequestErrors(apiKey: 0, count: 40, error: 7)
+        // Every Produce request fails (REQUEST_TIMED_OUT, retriable, 7) until the results have timed out in
+        // librdkafka and pushworker has produced them again; then the broker takes them. (A fixed number of
+        // errors could be used up by librdkafka's own retries on a slow machine before any result timed out.)
+        harness.cluster.pushRequestErrors(apiKey: 0, count: 100_000, error: 7)
         await gate.open()
+        let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+        while harness.service.currentStatistics.resultDeliveryRetries == 0 {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("no result was produced again within 30 s of its first produce failing")
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        harness.cluster.clearRequestErrors(apiKey: 0)
         let results = try await harness.results(count: 3, timeout: .seconds(60))
         let retries = harness.service.currentStatistics.resultDeliveryRetries
         try await harness.stop()
