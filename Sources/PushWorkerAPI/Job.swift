@@ -6,24 +6,45 @@ public struct Job: Sendable {
     /// The message id: the `apns-id` header when it is non-empty UTF-8 (at most
     /// 256 bytes, `PushHeaders.maxApnsIdBytes` in `PushWorkerCore`), or `<topic>-<partition>-<offset>`. It may hold any character,
     /// NUL included: a worker passing it on must keep or refuse it whole, never cut it.
-    public var messageId: String
+    public var messageId: String {
+        get { storage.fields.messageId }
+        set { change { $0.messageId = newValue } }
+    }
     /// The payload's `type` with all its bytes (a `\u0000` in it included), or `nil` when a default worker
     /// took a record without one.
-    public var type: String?
+    public var type: String? {
+        get { storage.fields.type }
+        set { change { $0.type = newValue } }
+    }
     /// The raw record value: a UTF-8 JSON object (at most the payload limit, 4096 bytes by default).
-    public var value: [UInt8]
+    public var value: [UInt8] {
+        get { storage.fields.value }
+        set { change { $0.value = newValue } }
+    }
     /// The ordering key, or `nil`.
-    public var key: [UInt8]?
+    public var key: [UInt8]? {
+        get { storage.fields.key }
+        set { change { $0.key = newValue } }
+    }
     /// The record's headers, in record order with duplicates kept: look one up by name with
     /// `headers["name"]`, `headers.bytes(named:)` or `headers.string(named:)` (the first of that name), or
     /// `headers.values(named:)` (all of them). Names are read up to their first NUL byte (librdkafka gives
     /// them as C strings); values are the exact bytes. See ``RecordHeaders``.
-    public var headers: RecordHeaders
+    public var headers: RecordHeaders {
+        get { storage.fields.headers }
+        set { change { $0.headers = newValue } }
+    }
     /// Where the record came from.
-    public var source: RecordSource
+    public var source: RecordSource {
+        get { storage.fields.source }
+        set { change { $0.source = newValue } }
+    }
     /// The W3C `traceparent` header's bytes, exactly as the record had them (at most
     /// 512 bytes, `PushHeaders.maxTraceparentBytes` in `PushWorkerCore`), or `nil` if it had none.
-    public var traceparentHeader: [UInt8]?
+    public var traceparentHeader: [UInt8]? {
+        get { storage.fields.traceparentHeader }
+        set { change { $0.traceparentHeader = newValue } }
+    }
     /// The `traceparent` header as UTF-8 text, or `nil` if the record had none or it is not UTF-8 (see
     /// ``traceparentHeader``). Setting it sets ``traceparentHeader`` to its UTF-8 bytes.
     public var traceparent: String? {
@@ -39,7 +60,10 @@ public struct Job: Sendable {
     }
     /// The run: 1 for the first; one more than the record's ``Job/attemptsHeader`` when it has one (a
     /// record redriven from the dead-letter topic).
-    public var attempt: Int
+    public var attempt: Int {
+        get { storage.fields.attempt }
+        set { change { $0.attempt = newValue } }
+    }
     /// When the budget runs out, in milliseconds since the UNIX epoch (wall clock): the value exec workers
     /// get as `PUSHWORKER_DEADLINE_MS`. Set when the worker starts, from ``deadline``. A Swift worker should
     /// prefer ``deadline`` and ``remaining``: the wall clock can jump.
@@ -52,7 +76,39 @@ public struct Job: Sendable {
     /// set by the executor when the worker starts; `nil` before (or for a job built by hand and not run by
     /// a `BudgetedExecutor`).
     public package(set) var workerName: String?
-    private let parsed: ParsedObject
+
+    /// What the record gave the job, in one immutable box shared by the job's copies: the dispatcher and
+    /// the executor's run each hold the job, and it is copied on its way, so a copy retains one object
+    /// instead of every string and byte array. The box also keeps ``object``, decoded on first use. A
+    /// change to one of these properties makes a new box (with nothing decoded yet). What the executor
+    /// sets when the worker starts (``deadline``, ``deadlineMs``, ``workerName``) stays outside it. Not a
+    /// ``SharedValues``: the decoded object lives in the same object, so a job costs one allocation.
+    private struct Fields: Sendable {
+        var messageId: String
+        var type: String?
+        var value: [UInt8]
+        var key: [UInt8]?
+        var headers: RecordHeaders
+        var source: RecordSource
+        var traceparentHeader: [UInt8]?
+        var attempt: Int
+    }
+
+    private final class Storage: Sendable {
+        let fields: Fields
+        /// ``Job/object``, once decoded.
+        let decoded = Mutex<[String: JSONValue]?>(nil)
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var storage: Storage
+
+    /// Changes a copy of the boxed values and keeps it in a new box.
+    private mutating func change(_ body: (inout Fields) -> Void) {
+        var fields = storage.fields
+        body(&fields)
+        storage = Storage(fields)
+    }
 
     /// Creates a job (the testing kit and tests build them by hand; the service builds them from records).
     /// - Parameters:
@@ -119,7 +175,16 @@ public struct Job: Sendable {
 
     /// The payload as a JSON object: `aps`, `type` and the job's data keys, at any nesting the validator
     /// accepts (up to `PayloadValidator.maxNestingDepth` levels, cJSON's nesting limit; `PushWorkerCore`). Decoded on first use and kept.
-    public var object: [String: JSONValue] { parsed.object(of: value) }
+    public var object: [String: JSONValue] {
+        if let cached = storage.decoded.withLock({ $0 }) { return cached }
+        // The value was validated as a JSON object before the job was built. Foundation's decoder stops at
+        // 512 levels of nesting (a push may have up to PayloadValidator.maxNestingDepth): deeper values are
+        // read by JSONValue.parse.
+        let decoded = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(value)))
+            ?? JSONValue.parse(value)?.objectValue ?? [:]
+        storage.decoded.withLock { $0 = decoded }
+        return decoded
+    }
 
     /// Decodes the payload into `T` with Foundation's `JSONDecoder`.
     /// - Throws: `DecodingError` when the payload does not match `T`, or nests more than 512 levels deep
@@ -159,18 +224,12 @@ public struct Job: Sendable {
     /// this is on the per-record path).
     package init(messageId: String, type: String?, value: [UInt8], key: [UInt8]?, headers: RecordHeaders,
          source: RecordSource, traceparentHeader: [UInt8]?, attempt: Int, notStartedAt placeholder: ContinuousClock.Instant, placeholderMs: Int64) {
-        self.messageId = messageId
-        self.type = type
-        self.value = value
-        self.key = key
-        self.headers = headers
-        self.source = source
-        self.traceparentHeader = traceparentHeader
-        self.attempt = attempt
+        self.storage = Storage(Fields(
+            messageId: messageId, type: type, value: value, key: key, headers: headers, source: source,
+            traceparentHeader: traceparentHeader, attempt: attempt))
         self.deadline = placeholder
         self.deadlineMs = placeholderMs
         self.workerName = nil
-        self.parsed = ParsedObject()
     }
 
     /// Sets the deadline and, when given, ``workerName`` (called by the executor when the worker starts).
@@ -178,21 +237,5 @@ public struct Job: Sendable {
         deadline = start.advanced(by: budget)
         deadlineMs = WallClock.wallMs(at: deadline)
         if let worker { workerName = worker }
-    }
-}
-
-/// The lazily decoded payload object of a job, shared by copies of the job.
-final class ParsedObject: Sendable {
-    private let cache = Mutex<[String: JSONValue]?>(nil)
-
-    func object(of value: [UInt8]) -> [String: JSONValue] {
-        if let cached = cache.withLock({ $0 }) { return cached }
-        // The value was validated as a JSON object before the job was built. Foundation's decoder stops at
-        // 512 levels of nesting (a push may have up to PayloadValidator.maxNestingDepth): deeper values are
-        // read by JSONValue.parse.
-        let decoded = (try? JSONDecoder().decode([String: JSONValue].self, from: Data(value)))
-            ?? JSONValue.parse(value)?.objectValue ?? [:]
-        cache.withLock { $0 = decoded }
-        return decoded
     }
 }

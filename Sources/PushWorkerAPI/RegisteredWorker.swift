@@ -2,32 +2,32 @@
 public struct RegisteredWorker: Sendable {
     /// The worker's name, reported in the result's `worker` field, e.g. `exec:content-update`.
     public var name: String {
-        get { storage.fields.name }
-        set { change { $0.name = newValue } }
+        get { storage.values.name }
+        set { storage.change { $0.name = newValue } }
     }
     /// The worker.
     public var worker: any Worker {
-        get { storage.fields.worker }
-        set { change { $0.worker = newValue } }
+        get { storage.values.worker }
+        set { storage.change { $0.worker = newValue } }
     }
     /// The time the worker gets from its start (the contract's budget; default 30 s). ``init(name:worker:budget:maxConcurrent:)``
     /// clamps it to the configuration file's range, 1 ms … 2 147 483 647 ms (about 24.8 days).
     public var budget: Duration {
-        get { storage.fields.budget }
-        set { change { $0.budget = newValue } }
+        get { storage.values.budget }
+        set { storage.change { $0.budget = newValue } }
     }
     /// The most jobs of this worker running at once, or `nil` for no limit beyond the dispatcher's
     /// `maxInFlight`. Jobs held back by it do not hold back other workers' jobs, and their budget has not
     /// started.
     public var maxConcurrent: Int? {
-        get { storage.fields.maxConcurrent }
-        set { change { $0.maxConcurrent = newValue } }
+        get { storage.values.maxConcurrent }
+        set { storage.change { $0.maxConcurrent = newValue } }
     }
     /// When its `failed` jobs run again, or `nil` (the default) for the service's default policy
     /// (`retries` in the configuration file; ``RetryPolicy/standard`` unless set).
     public var retry: RetryPolicy? {
-        get { storage.fields.retry }
-        set { change { $0.retry = newValue } }
+        get { storage.values.retry }
+        set { storage.change { $0.retry = newValue } }
     }
 
     /// The stored values, in one immutable shared box: every routed job holds its worker's registration
@@ -42,19 +42,7 @@ public struct RegisteredWorker: Sendable {
         var retry: RetryPolicy?
     }
 
-    private final class Storage: Sendable {
-        let fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
-    }
-
-    private var storage: Storage
-
-    /// Changes a copy of the stored values and keeps it in a new box.
-    private mutating func change(_ body: (inout Fields) -> Void) {
-        var fields = storage.fields
-        body(&fields)
-        storage = Storage(fields)
-    }
+    private var storage: SharedValues<Fields>
 
     /// The longest budget: 2 147 483 647 ms (about 24.8 days), the largest `budgetMs` the configuration file takes.
     public static let maxBudget = Duration.milliseconds(Int64(Int32.max))
@@ -66,7 +54,7 @@ public struct RegisteredWorker: Sendable {
     ///   - maxConcurrent: the most of its jobs running at once (at least 1), or `nil` for no limit of its own.
     ///   - retry: its retry policy, or `nil` for the service's default.
     public init(name: String, worker: any Worker, budget: Duration, maxConcurrent: Int? = nil, retry: RetryPolicy? = nil) {
-        storage = Storage(Fields(
+        storage = SharedValues(Fields(
             name: name, worker: worker, budget: min(max(budget, .milliseconds(1)), Self.maxBudget),
             maxConcurrent: maxConcurrent.map { max(1, $0) }, retry: retry))
     }

@@ -6,93 +6,93 @@
 public struct ResultRecord: Sendable, Hashable {
     /// The `apns-id` when it is non-empty UTF-8, or `<topic>-<partition>-<offset>` (`PushHeaders.messageId(fallback:)` (PushWorkerCore)).
     public var messageId: String {
-        get { storage.fields.messageId }
-        set { change { $0.messageId = newValue } }
+        get { storage.values.messageId }
+        set { storage.change { $0.messageId = newValue } }
     }
     /// The payload's `type`, or `nil` when it had none (or the value was not readable).
     public var type: String? {
-        get { storage.fields.type }
-        set { change { $0.type = newValue } }
+        get { storage.values.type }
+        set { storage.change { $0.type = newValue } }
     }
     /// `newData`, `noData` or `failed`.
     public var result: BackgroundFetchResult {
-        get { storage.fields.result }
-        set { change { $0.result = newValue } }
+        get { storage.values.result }
+        set { storage.change { $0.result = newValue } }
     }
     /// pushworker's reason or the worker's, or `nil`.
     public var reason: ResultReason? {
-        get { storage.fields.reason }
-        set { change { $0.reason = newValue } }
+        get { storage.values.reason }
+        set { storage.change { $0.reason = newValue } }
     }
     /// Human-readable detail (error text, exit status, HTTP status), or `nil`.
     public var detail: String? {
-        get { storage.fields.detail }
-        set { change { $0.detail = newValue } }
+        get { storage.values.detail }
+        set { storage.change { $0.detail = newValue } }
     }
     /// The worker that ran, or `nil` if none ran.
     public var worker: String? {
-        get { storage.fields.worker }
-        set { change { $0.worker = newValue } }
+        get { storage.values.worker }
+        set { storage.change { $0.worker = newValue } }
     }
     /// 1 for the first run.
     public var attempt: Int {
-        get { storage.fields.attempt }
-        set { change { $0.attempt = newValue } }
+        get { storage.values.attempt }
+        set { storage.change { $0.attempt = newValue } }
     }
     /// Whether another attempt of this record follows (its failure is retryable and its retry policy has
     /// attempts left): a reader need not alarm on a `failed` result that will run again. Default `false`.
     public var willRetry: Bool {
-        get { storage.fields.willRetry }
-        set { change { $0.willRetry = newValue } }
+        get { storage.values.willRetry }
+        set { storage.change { $0.willRetry = newValue } }
     }
     /// The topic, partition and offset the record was read from: the input topic's, or the retry topic's
     /// for a record that waited there (a retry or a scheduled push).
     public var source: RecordSource {
-        get { storage.fields.source }
-        set { change { $0.source = newValue } }
+        get { storage.values.source }
+        set { storage.change { $0.source = newValue } }
     }
     /// The position of the record as first written to an input topic, when it differs from ``source``
     /// (the record came through the retry topic), else `nil`. In the JSON value only when set.
     public var origin: RecordSource? {
-        get { storage.fields.origin }
-        set { change { $0.origin = newValue } }
+        get { storage.values.origin }
+        set { storage.change { $0.origin = newValue } }
     }
     /// When the record was taken, UNIX milliseconds.
     public var receivedAtMs: Int64 {
-        get { storage.fields.receivedAtMs }
-        set { change { $0.receivedAtMs = newValue } }
+        get { storage.values.receivedAtMs }
+        set { storage.change { $0.receivedAtMs = newValue } }
     }
     /// When the worker started, UNIX milliseconds, or `nil` if no worker ran.
     public var startedAtMs: Int64? {
-        get { storage.fields.startedAtMs }
-        set { change { $0.startedAtMs = newValue } }
+        get { storage.values.startedAtMs }
+        set { storage.change { $0.startedAtMs = newValue } }
     }
     /// When the result was decided, UNIX milliseconds.
     public var finishedAtMs: Int64 {
-        get { storage.fields.finishedAtMs }
-        set { change { $0.finishedAtMs = newValue } }
+        get { storage.values.finishedAtMs }
+        set { storage.change { $0.finishedAtMs = newValue } }
     }
     /// The worker's run time in milliseconds (0 if it did not run).
     public var durationMs: Double {
-        get { storage.fields.durationMs }
-        set { change { $0.durationMs = newValue } }
+        get { storage.values.durationMs }
+        set { storage.change { $0.durationMs = newValue } }
     }
     /// The input's key (the result record is keyed by it); not part of the JSON value.
     public var key: [UInt8]? {
-        get { storage.fields.key }
-        set { change { $0.key = newValue } }
+        get { storage.values.key }
+        set { storage.change { $0.key = newValue } }
     }
     /// The input's `apns-id` header bytes, copied to the result's headers unchanged (UTF-8 or not), or `nil`
     /// when the input had none or one over `PushHeaders.maxApnsIdBytes` (PushWorkerCore); not part of the JSON value.
     public var apnsIdHeader: [UInt8]? {
-        get { storage.fields.apnsIdHeader }
-        set { change { $0.apnsIdHeader = newValue } }
+        get { storage.values.apnsIdHeader }
+        set { storage.change { $0.apnsIdHeader = newValue } }
     }
     /// The input's W3C `traceparent` header bytes, copied to the result's headers unchanged, or `nil` when
     /// the input had none or one over `PushHeaders.maxTraceparentBytes` (PushWorkerCore); not part of the JSON value.
     public var traceparentHeader: [UInt8]? {
-        get { storage.fields.traceparentHeader }
-        set { change { $0.traceparentHeader = newValue } }
+        get { storage.values.traceparentHeader }
+        set { storage.change { $0.traceparentHeader = newValue } }
     }
 
     /// The stored values, in one immutable shared box. A result is copied several times on its way from
@@ -120,27 +120,15 @@ public struct ResultRecord: Sendable, Hashable {
         var traceparentHeader: [UInt8]?
     }
 
-    private final class Storage: Sendable {
-        let fields: Fields
-        init(_ fields: Fields) { self.fields = fields }
-    }
-
-    private var storage: Storage
-
-    /// Changes a copy of the stored values and keeps it in a new box.
-    private mutating func change(_ body: (inout Fields) -> Void) {
-        var fields = storage.fields
-        body(&fields)
-        storage = Storage(fields)
-    }
+    private var storage: SharedValues<Fields>
 
     /// Whether two results have the same values (every property above).
     public static func == (lhs: ResultRecord, rhs: ResultRecord) -> Bool {
-        lhs.storage === rhs.storage || lhs.storage.fields == rhs.storage.fields
+        lhs.storage.isSameObject(as: rhs.storage) || lhs.storage.values == rhs.storage.values
     }
 
     /// Hashes every property, as `==` compares them.
-    public func hash(into hasher: inout Hasher) { hasher.combine(storage.fields) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(storage.values) }
 
     /// Whether the result carries an `apns-id` header (``apnsIdHeader`` is set).
     public var hasApnsId: Bool { apnsIdHeader != nil }
@@ -157,7 +145,7 @@ public struct ResultRecord: Sendable, Hashable {
         finishedAtMs: Int64, durationMs: Double, key: [UInt8]? = nil, apnsIdHeader: [UInt8]? = nil, traceparentHeader: [UInt8]? = nil,
         willRetry: Bool = false, origin: RecordSource? = nil
     ) {
-        storage = Storage(Fields(
+        storage = SharedValues(Fields(
             messageId: messageId, type: type, result: result, reason: reason, detail: detail, worker: worker,
             attempt: attempt, willRetry: willRetry, source: source, origin: origin, receivedAtMs: receivedAtMs,
             startedAtMs: startedAtMs, finishedAtMs: finishedAtMs, durationMs: durationMs, key: key,

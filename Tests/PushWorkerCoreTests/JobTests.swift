@@ -18,6 +18,23 @@ import Testing
         #expect(object["count"]?.doubleValue == 3)
     }
 
+    /// Copies of a job share its decoded object; a copy whose value is changed decodes its own value (it
+    /// was given the original's cached object before the job kept its values in a shared box).
+    @Test func aCopyWithAnotherValueDecodesItsOwnValue() {
+        let job = makeJob(value: Payload.silent(extra: #","contentId":"first""#))
+        #expect(job.object["contentId"] == .string("first"))
+        let copy = job
+        #expect(copy.object["contentId"] == .string("first"))
+        var changed = job
+        changed.value = Payload.silent(extra: #","contentId":"second""#)
+        #expect(changed.object["contentId"] == .string("second"))
+        #expect(job.object["contentId"] == .string("first"))
+        var renamed = job
+        renamed.messageId = "other"
+        #expect(renamed.messageId == "other" && job.messageId != "other")
+        #expect(renamed.object["contentId"] == .string("first"))
+    }
+
     @Test func decodeIntoAType() throws {
         struct Content: Decodable { var contentId: String }
         let job = makeJob(value: Payload.silent(extra: #","contentId":"article-9""#))
