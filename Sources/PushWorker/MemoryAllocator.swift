@@ -8,7 +8,7 @@ import Glibc
 /// builds, and a custom executable that does not link it, use the C library's `malloc`. Found at run time:
 /// jemalloc is in use when the process has its `mallctl` function.
 public enum MemoryAllocator {
-    /// `jemalloc <version>, <n> arenas` (jemalloc's `version` and `opt.narenas`), or `malloc of the C
+    /// `jemalloc <version>, <n> arena(s)` (jemalloc's `version` and `opt.narenas`), e.g. `jemalloc 5.3.0, 1 arena`, or `malloc of the C
     /// library` when jemalloc is not linked.
     public static let description: String = {
         #if canImport(Glibc)
@@ -24,7 +24,7 @@ public enum MemoryAllocator {
         }
         var arenas: UInt32 = 0
         size = MemoryLayout<UInt32>.size
-        if mallctl("opt.narenas", &arenas, &size, nil, 0) == 0 { text += ", \(arenas) arenas" }
+        if mallctl("opt.narenas", &arenas, &size, nil, 0) == 0 { text += arenas == 1 ? ", 1 arena" : ", \(arenas) arenas" }
         return text
         #else
         return "malloc of the C library"
