@@ -19,8 +19,8 @@ public enum MemoryAllocator {
         var size = MemoryLayout<UnsafePointer<CChar>?>.size
         var text = "jemalloc"
         if mallctl("version", &version, &size, nil, 0) == 0, let version {
-            // jemalloc's own NUL-terminated constant, e.g. `5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c`.
-            text += " " + String(cString: version).prefix { $0 != "-" }
+            // e.g. `5.3.0-0-g54eaed1d8b56b1aa528be3bdd1877e59c56fa90c`
+            text += " " + String(cString: version).prefix { $0 != "-" }  // NUL-safe: jemalloc's own compiled-in version constant, nothing from outside
         }
         var arenas: UInt32 = 0
         size = MemoryLayout<UInt32>.size

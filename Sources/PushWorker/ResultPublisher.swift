@@ -55,10 +55,7 @@ final class ResultPublisher: Sendable {
         /// 0 for the record as published, then the ``ResultPublisher/replacement(of:result:isDeadLetter:stage:error:)`` stage.
         var stage = 0
         /// The result (for results only), to build a replacement from.
-        var result: ResultRecord? {
-            get { body.result }
-            set { body = Body(record: body.record, labels: body.labels, result: newValue) }
-        }
+        var result: ResultRecord? { body.result }
         private var body: Body
         /// Whether it was sent alone to test its failing lane (its acknowledgement lets the lane go on).
         var isProbe = false

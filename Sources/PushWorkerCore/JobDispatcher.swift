@@ -989,8 +989,9 @@ public final class JobDispatcher: Sendable {
             defer { state.idleWaiters.removeAll() }
             return (toStart, followers, state.idleWaiters)
         }
-        var outputs = [output]
+        var outputs: [DispatcherOutput] = []
         outputs.reserveCapacity(1 + followers.count)
+        outputs.append(output)
         for follower in followers { outputs.append(.forward(follower.input, forward(follower, .follower))) }
         onOutputs(outputs)
         toStart.forEach(start)
