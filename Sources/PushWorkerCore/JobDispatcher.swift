@@ -144,6 +144,11 @@ public final class JobDispatcher: Sendable {
         var runningByWorker: [String: Int] = [:]
         var waiting = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Parked keys whose retry is being handed over (``Park/handingOver``): outputs that may still
+        /// have records forwarded behind them.
+        var handOvers = 0
+        /// Whether no worker runs, none waits and no output waits behind a hand-over.
+        var isIdle: Bool { running == 0 && waiting == 0 && handOvers == 0 }
         /// The jobs holding a slot, by their run: what cutting them short needs, not the whole job (with
         /// 100 000 jobs running, whole ``Pending`` values made this table 170 MB).
         var active: [ObjectIdentifier: ActiveRun] = [:]
@@ -314,6 +319,22 @@ public final class JobDispatcher: Sendable {
         /// run failed again before they were read back): they come back ahead of it, and each is forwarded
         /// again, behind it, so that the key's records still run in offset order.
         var forwardAgain = 0
+        /// Whether the retry that parked the key (its result, its retry-topic copy and its followers) has
+        /// been decided under the lock but not yet handed over: records of the key forwarded meanwhile wait
+        /// in ``deferred`` so that they reach the retry topic behind it, not ahead of it.
+        var handingOver = false
+        /// Outputs of the key decided while ``handingOver``, in order; the thread handing the retry over
+        /// hands them over after it (``JobDispatcher/handOverDeferred(of:)``).
+        var deferred: [DispatcherOutput] = []
+
+        /// Keeps `output` (a record of the key on its way to the retry topic) in ``deferred`` while the
+        /// retry that parked the key is being handed over; returns whether it did (else the caller hands
+        /// `output` over itself).
+        mutating func deferWhileHandingOver(_ output: @autoclosure () -> DispatcherOutput) -> Bool {
+            guard handingOver else { return false }
+            deferred.append(output())
+            return true
+        }
     }
 
     private let state: Mutex<State>
@@ -517,18 +538,21 @@ public final class JobDispatcher: Sendable {
                     // follows that retry again.
                     park.forwardAgain -= 1
                     park.inTransit += 1
+                    let forward = forward(pending, .follower)
+                    if !park.deferWhileHandingOver(.forward(pending.input, forward)) { effects.forwards.append((pending, forward)) }
                     state.parked[key] = park
-                    effects.forwards.append((pending, forward(pending, .follower)))
                     return
                 }
-                state.parked[key] = park.inTransit > 0 && park.expiresAtNs > nowNs ? park : nil
+                // A park whose retry is being handed over stays until it is (its deferred outputs are in it).
+                state.parked[key] = (park.inTransit > 0 && park.expiresAtNs > nowNs) || park.handingOver ? park : nil
             } else if park.expiresAtNs > nowNs {
                 // An earlier record of its key waits in the retry topic: this one follows it there.
                 park.inTransit += 1
+                let forward = forward(pending, .follower)
+                if !park.deferWhileHandingOver(.forward(pending.input, forward)) { effects.forwards.append((pending, forward)) }
                 state.parked[key] = park
-                effects.forwards.append((pending, forward(pending, .follower)))
                 return
-            } else {
+            } else if !park.handingOver {
                 state.parked[key] = nil
             }
         }
@@ -716,7 +740,7 @@ public final class JobDispatcher: Sendable {
             }
             state.waiting -= removed.count
             let toStart = state.fillSlots(maxInFlight: maxInFlight)
-            guard state.running == 0 && state.waiting == 0 else { return (removed, toStart, []) }
+            guard state.isIdle else { return (removed, toStart, []) }
             defer { state.idleWaiters.removeAll() }
             return (removed, toStart, state.idleWaiters)
         }
@@ -771,7 +795,7 @@ public final class JobDispatcher: Sendable {
                 if let key = running.key { state.passKey(key) }
             }
             let toStart = state.fillSlots(maxInFlight: maxInFlight)
-            guard state.running == 0 && state.waiting == 0 else { return (toStart, []) }
+            guard state.isIdle else { return (toStart, []) }
             defer { state.idleWaiters.removeAll() }
             return (toStart, state.idleWaiters)
         }
@@ -785,7 +809,7 @@ public final class JobDispatcher: Sendable {
     public func waitUntilIdle() async {
         await withCheckedContinuation { continuation in
             let idle = state.withLock { state -> Bool in
-                if state.running == 0 && state.waiting == 0 { return true }
+                if state.isIdle { return true }
                 state.idleWaiters.append(continuation)
                 return false
             }
@@ -933,11 +957,18 @@ public final class JobDispatcher: Sendable {
     /// `output` (its result, with the copy for the retry topic when it is retried) is handed over after the
     /// key is parked and before its followers: handed over first, its retry copy could be delivered and
     /// read back from the retry topic before the key was parked, and then count against a parking made
-    /// after it (found by RetryServiceTests on a loaded machine: the retry ran as its own follower).
+    /// after it (found by RetryServiceTests on a loaded machine: the retry ran as its own follower). Until
+    /// it is handed over, records of the key that other threads forward (``Park/handingOver``) wait and are
+    /// handed over after it, by this thread: handed over at once, one could reach the retry topic ahead of
+    /// the retry, be read back first and run before it (found by the same tests: a key's steps ran 1, 0, 2, 3).
     private func finished(_ pending: Pending, failed: Bool, retried: Bool, output: DispatcherOutput) {
         let nowNs = clockOrigin.duration(to: .now).wholeNanoseconds
         var timer: Int64?
-        let (toStart, followers, wake) = state.withLock { state -> ([Pending], [Pending], [CheckedContinuation<Void, Never>]) in
+        /// The outputs to hand over now (none when they wait behind an earlier hand-over of the key).
+        var outputs: [DispatcherOutput] = []
+        /// The key whose deferred outputs this thread hands over after `outputs`.
+        var handingOverKey: [UInt8]?
+        let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
             defer { timer = state.takeWake() }
             state.release(pending)
             // A failed first run leaves the dedupe window (a later repeat runs), unless it runs again.
@@ -978,24 +1009,62 @@ public final class JobDispatcher: Sendable {
                     park.forwardAgain = park.inTransit
                     park.inTransit += 1 + followers.count
                     park.expiresAtNs = max(park.expiresAtNs, expires.overflow ? .max : expires.partialValue)
+                    var retryOutputs = [output]
+                    retryOutputs.reserveCapacity(1 + followers.count)
+                    for follower in followers { retryOutputs.append(.forward(follower.input, forward(follower, .follower))) }
+                    if park.handingOver {
+                        // An earlier retry of the key is still being handed over (by a thread that has not
+                        // come back for its deferred outputs yet): this one follows it.
+                        park.deferred += retryOutputs
+                    } else {
+                        park.handingOver = true
+                        state.handOvers += 1
+                        outputs = retryOutputs
+                        handingOverKey = key
+                    }
                     state.parked[key] = park
                 } else {
                     // The key's next job moves to the back of the ready line; it waits no longer for its key.
                     state.passKey(key)
                 }
             }
+            if !retried || pending.job.key == nil { outputs = [output] }
             let toStart = state.fillSlots(maxInFlight: maxInFlight)
-            guard state.running == 0 && state.waiting == 0 else { return (toStart, followers, []) }
+            guard state.isIdle else { return (toStart, []) }
             defer { state.idleWaiters.removeAll() }
-            return (toStart, followers, state.idleWaiters)
+            return (toStart, state.idleWaiters)
         }
-        var outputs: [DispatcherOutput] = []
-        outputs.reserveCapacity(1 + followers.count)
-        outputs.append(output)
-        for follower in followers { outputs.append(.forward(follower.input, forward(follower, .follower))) }
-        onOutputs(outputs)
+        if !outputs.isEmpty { onOutputs(outputs) }
+        if let handingOverKey { handOverDeferred(of: handingOverKey) }
         toStart.forEach(start)
         wake.forEach { $0.resume() }
         schedule(timer)
+    }
+
+    /// Hands over, in order, the outputs of `key` deferred while this thread handed over the retry that
+    /// parked it (``Park/deferred``), until none is left; then records of the key are forwarded at once again.
+    private func handOverDeferred(of key: [UInt8]) {
+        while true {
+            let (batch, wake) = state.withLock { state -> ([DispatcherOutput], [CheckedContinuation<Void, Never>]) in
+                guard var park = state.parked[key], park.handingOver else { return ([], []) }
+                let batch = park.deferred
+                if !batch.isEmpty {
+                    park.deferred = []
+                    state.parked[key] = park
+                    return (batch, [])
+                }
+                park.handingOver = false
+                state.handOvers -= 1
+                state.parked[key] = park
+                guard state.isIdle else { return ([], []) }
+                defer { state.idleWaiters.removeAll() }
+                return ([], state.idleWaiters)
+            }
+            guard !batch.isEmpty else {
+                wake.forEach { $0.resume() }
+                return
+            }
+            onOutputs(batch)
+        }
     }
 }

@@ -209,6 +209,50 @@ import Testing
         #expect(outputs.result(offset: 7)?.result == .newData, "runs here again, no longer forwarded")
     }
 
+    /// A later record of the key arrives while the thread that parked the key has not yet handed the retry
+    /// over (it was preempted between the two): the record is forwarded behind the retry, never ahead of it.
+    /// Ahead of it, it would be read back from the retry topic first and run before the retry (the embedded
+    /// cluster's RetryServiceTests saw a key's steps run 1, 0, 2, 3 on a loaded machine).
+    @Test(.timeLimit(.minutes(1))) func aRecordForwardedWhileItsKeysRetryIsBeingHandedOverFollowsIt() async throws {
+        let order = Locked<[String]>([])
+        let handingOver = Locked(false)
+        let release = DispatchSemaphore(value: 0)
+        var registry = WorkerRegistry()
+        registry.register(type: "flaky", worker: ClosureWorker { _ in .failed(retryable: true) }, name: "flaky")
+        registry.register(type: "ok", worker: ClosureWorker { _ in .newData }, name: "ok")
+        let dispatcher = JobDispatcher(
+            registry: registry, maxInFlight: 8, executor: BudgetedExecutor(),
+            delay: DelaySettings(retryTopic: Self.retryTopic, defaultPolicy: RetryPolicy(initialDelay: .milliseconds(200), jitter: 0)),
+            random: { 0.5 }
+        ) { outputs in
+            let names = outputs.map { output -> String in
+                switch output {
+                case .result(let result, _, let retry): "result \(result.source.offset)\(retry == nil ? "" : " retry")"
+                case .forward(let input, let forward): "\(forward.kind.rawValue) \(input.source.offset)"
+                }
+            }
+            if names.contains("result 1 retry") {
+                // The finishing thread stops here, the key parked and the retry not yet handed over, until
+                // the test has submitted the key's next record (microseconds: a thread of the executor).
+                handingOver.withLock { $0 = true }
+                release.wait()
+            }
+            order.withLock { $0 += names }
+        }
+        dispatcher.submit([Self.record("flaky", offset: 1, key: "device-a")])
+        #expect(await eventually { handingOver.value })
+        dispatcher.submit([Self.record("ok", offset: 2, key: "device-a"), Self.record("ok", offset: 3, key: "device-b")])
+        release.signal()
+        #expect(await idle(dispatcher))
+        // Another key's record runs as before (its result comes whenever its worker returns).
+        #expect(order.value.filter { $0 != "result 3" } == ["result 1 retry", "follower 2"], "\(order.value)")
+        #expect(order.value.contains("result 3"))
+        #expect(dispatcher.parkedKeyCount == 1)
+        // Once the retry is out, the key's records are forwarded at once again.
+        dispatcher.submit([Self.record("ok", offset: 4, key: "device-a")])
+        #expect(order.value.last == "follower 4")
+    }
+
     /// The retry runs (and fails) again before its followers are read back from the retry topic: they come
     /// back ahead of the new retry there, so they are forwarded behind it again instead of running first.
     @Test(.timeLimit(.minutes(1))) func followersReadBackAfterTheirRetryFailedAgainFollowTheNewRetry() async throws {
