@@ -29,7 +29,9 @@ import Synchronization
 ///
 /// `onOutput` is called on the submitting thread for records rejected before routing, duplicates,
 /// collapsed and forwarded records, on the executor's threads for worker results and their followers,
-/// and on the delay timer's queue for held records whose time came. It must not block.
+/// and on the delay timer's queue for held records whose time came. It must not block. One exception
+/// keeps a key's order: a record of a parked key forwarded while the retry that parked it is still being
+/// handed over is handed over after it, by the thread handing it over (an executor's thread).
 ///
 /// Records without `apns-collapse-id` (or without a key) and, with dedupe off, all records cost nothing
 /// extra: the collapse index and the dedupe window are only touched for records that carry the headers.

@@ -185,7 +185,17 @@ struct ChildProcessTests {
         // `ls` lists /proc/self/fd with one descriptor of its own open: 3.
         let result = await finish(try start("/bin/ls", ["-1", "/proc/self/fd"], closing: closing))
         #expect(result.termination == .exited(0), "\(result.stderr)")
-        #expect(result.stdout.split(separator: "\n") == ["0", "1", "2", "3"], "\(result.stdout)")
+        let listed = result.stdout.split(separator: "\n").compactMap { Int32($0) }
+        switch closing {
+        case .automatic:
+            #expect(listed == [0, 1, 2, 3], "\(result.stdout)")
+        case .listing:
+            // Listing is racy by design (see DescriptorClosing.listing): a descriptor another test's thread
+            // opens between the listing and the spawn may reach the child (the CI run of ecbd5b9 saw the
+            // pipe of this test's other case, 1257 and 1258). Those opened before the spawn never do.
+            #expect(Array(listed.sorted().prefix(4)) == [0, 1, 2, 3], "\(result.stdout)")
+            #expect(!listed.contains(file) && !listed.contains(ends[0]) && !listed.contains(ends[1]), "\(result.stdout)")
+        }
     }
 
     @Test func theChildLeadsItsOwnProcessGroupAndASignalToItReachesAGrandchild() async throws {
