@@ -146,10 +146,12 @@ public final class JobDispatcher: Sendable {
         var runningByWorker: [String: Int] = [:]
         var waiting = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
-        /// Parked keys whose retry is being handed over (``Park/handingOver``): outputs that may still
-        /// have records forwarded behind them.
+        /// Finished jobs (and batches of held jobs that left their wait without running) whose outputs are
+        /// decided but not yet handed over (``JobDispatcher/finished(_:failed:retried:output:)``
+        /// releases the slot under the lock and hands the outputs over after it), with the outputs deferred
+        /// behind them (``Park/deferred``).
         var handOvers = 0
-        /// Whether no worker runs, none waits and no output waits behind a hand-over.
+        /// Whether no worker runs, none waits and every output decided has been handed over.
         var isIdle: Bool { running == 0 && waiting == 0 && handOvers == 0 }
         /// The jobs holding a slot, by their run: what cutting them short needs, not the whole job (with
         /// 100 000 jobs running, whole ``Pending`` values made this table 170 MB).
@@ -683,6 +685,7 @@ public final class JobDispatcher: Sendable {
         let outcomesNow = due.map { pending -> WorkerOutcome? in
             pending.holdsKey ? nil : Self.immediateOutcome(of: pending)
         }
+        var handsOver = false
         let wake = state.withLock { state -> Int64? in
             for (pending, outcomeNow) in zip(due, outcomesNow) {
                 if pending.holdsKey {
@@ -698,9 +701,14 @@ public final class JobDispatcher: Sendable {
             }
             effects.toStart += state.fillSlots(maxInFlight: maxInFlight)
             state.heldSinceWake = state.heldSinceWake || !state.held.isEmpty
+            // Held jobs that leave without running (forwarded, finished at once) were counted as waiting:
+            // not idle until their outputs are handed over.
+            handsOver = !(effects.notRun.isEmpty && effects.forwards.isEmpty && effects.finishedNow.isEmpty)
+            if handsOver { state.handOvers += 1 }
             return state.takeWake()
         }
         deliver(effects)
+        if handsOver { handedOver() }
         schedule(wake)
     }
 
@@ -807,7 +815,8 @@ public final class JobDispatcher: Sendable {
         return sources
     }
 
-    /// Returns once no worker runs and none waits.
+    /// Returns once no worker runs and none waits, and the outputs of every job that finished or left its
+    /// wait have been handed to `onOutput` (a job's slot is freed before its output is handed over).
     public func waitUntilIdle() async {
         await withCheckedContinuation { continuation in
             let idle = state.withLock { state -> Bool in
@@ -970,9 +979,11 @@ public final class JobDispatcher: Sendable {
         var outputs: [DispatcherOutput] = []
         /// The key whose deferred outputs this thread hands over after `outputs`.
         var handingOverKey: [UInt8]?
-        let (toStart, wake) = state.withLock { state -> ([Pending], [CheckedContinuation<Void, Never>]) in
+        let toStart = state.withLock { state -> [Pending] in
             defer { timer = state.takeWake() }
             state.release(pending)
+            // Not idle until the outputs are handed over (waitUntilIdle's callers read them).
+            state.handOvers += 1
             // A failed first run leaves the dedupe window (a later repeat runs), unless it runs again.
             if failed && !retried, let id = pending.dedupeId { state.dedupe?.forget(id, ifFirstIs: pending.job.source) }
             let name = pending.worker.name
@@ -1020,7 +1031,6 @@ public final class JobDispatcher: Sendable {
                         park.deferred += retryOutputs
                     } else {
                         park.handingOver = true
-                        state.handOvers += 1
                         outputs = retryOutputs
                         handingOverKey = key
                     }
@@ -1031,41 +1041,39 @@ public final class JobDispatcher: Sendable {
                 }
             }
             if !retried || pending.job.key == nil { outputs = [output] }
-            let toStart = state.fillSlots(maxInFlight: maxInFlight)
-            guard state.isIdle else { return (toStart, []) }
-            defer { state.idleWaiters.removeAll() }
-            return (toStart, state.idleWaiters)
+            return state.fillSlots(maxInFlight: maxInFlight)
         }
         if !outputs.isEmpty { onOutputs(outputs) }
         if let handingOverKey { handOverDeferred(of: handingOverKey) }
+        handedOver()
         toStart.forEach(start)
-        wake.forEach { $0.resume() }
         schedule(timer)
+    }
+
+    /// Notes that outputs counted in ``State/handOvers`` have been handed over, and wakes the idle waiters
+    /// when nothing else runs, waits or is being handed over.
+    private func handedOver() {
+        let wake = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.handOvers -= 1
+            guard state.isIdle else { return [] }
+            defer { state.idleWaiters.removeAll() }
+            return state.idleWaiters
+        }
+        wake.forEach { $0.resume() }
     }
 
     /// Hands over, in order, the outputs of `key` deferred while this thread handed over the retry that
     /// parked it (``Park/deferred``), until none is left; then records of the key are forwarded at once again.
     private func handOverDeferred(of key: [UInt8]) {
         while true {
-            let (batch, wake) = state.withLock { state -> ([DispatcherOutput], [CheckedContinuation<Void, Never>]) in
-                guard var park = state.parked[key], park.handingOver else { return ([], []) }
+            let batch = state.withLock { state -> [DispatcherOutput] in
+                guard var park = state.parked[key], park.handingOver else { return [] }
                 let batch = park.deferred
-                if !batch.isEmpty {
-                    park.deferred = []
-                    state.parked[key] = park
-                    return (batch, [])
-                }
-                park.handingOver = false
-                state.handOvers -= 1
+                if batch.isEmpty { park.handingOver = false } else { park.deferred = [] }
                 state.parked[key] = park
-                guard state.isIdle else { return ([], []) }
-                defer { state.idleWaiters.removeAll() }
-                return ([], state.idleWaiters)
+                return batch
             }
-            guard !batch.isEmpty else {
-                wake.forEach { $0.resume() }
-                return
-            }
+            guard !batch.isEmpty else { return }
             onOutputs(batch)
         }
     }

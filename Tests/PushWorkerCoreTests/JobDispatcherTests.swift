@@ -330,6 +330,41 @@ import Testing
         }
     }
 
+    /// A job's slot is freed before its result is handed over: a job that finishes later must not let
+    /// waitUntilIdle return while an earlier one's result is still on its way (the CI run of 467620b under
+    /// AddressSanitizer: JobDispatcherCutShortTests read one result of two after waitUntilIdle).
+    @Test(.timeLimit(.minutes(1)))
+    func waitUntilIdleWaitsForAResultStillBeingHandedOver() async {
+        let handing = Locked(false)
+        let release = DispatchSemaphore(value: 0)
+        let delivered = Locked<[Int64]>([])
+        var registry = WorkerRegistry(defaultBudget: .seconds(10))
+        registry.register(type: "work", worker: ClosureWorker { job in
+            if job.source.offset == 1 { try await Task.sleep(for: .milliseconds(50)) }
+            return .newData
+        })
+        let dispatcher = JobDispatcher(registry: registry, maxInFlight: 2, executor: BudgetedExecutor()) { result, _ in
+            if result.source.offset == 0 {
+                // The thread that finished offset 0 stops before handing its result over.
+                handing.withLock { $0 = true }
+                release.wait()
+            }
+            delivered.withLock { $0.append(result.source.offset) }
+        }
+        dispatcher.submit([record(0), record(1)])
+        #expect(await eventually { handing.value && delivered.value == [1] }, "offset 1 finished and was handed over")
+        let seenAtIdle = Locked<[Int64]?>(nil)
+        Task {
+            await dispatcher.waitUntilIdle()
+            seenAtIdle.withLock { $0 = delivered.value }
+        }
+        // Not idle while offset 0's result is held back (it would return at once: no job runs or waits).
+        #expect(await !eventually(timeout: .milliseconds(300)) { seenAtIdle.value != nil })
+        release.signal()
+        #expect(await eventually { seenAtIdle.value != nil })
+        #expect(seenAtIdle.value == [1, 0])
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func waitUntilIdleReturnsAtOnceWhenIdle() async {
         let collector = ResultCollector()
