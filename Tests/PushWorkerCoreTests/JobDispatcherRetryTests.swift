@@ -239,10 +239,19 @@ import Testing
             }
             order.withLock { $0 += names }
         }
+        // The step that lets the finishing thread go on runs on a thread of its own, not the pool.
+        let submittedMeanwhile = Locked<Bool?>(nil)
+        onDedicatedThread {
+            let stopped = spinUntil { handingOver.value }
+            if stopped {
+                dispatcher.submit([Self.record("ok", offset: 2, key: "device-a"), Self.record("ok", offset: 3, key: "device-b")])
+            }
+            submittedMeanwhile.withLock { $0 = stopped }
+            release.signal()
+        }
         dispatcher.submit([Self.record("flaky", offset: 1, key: "device-a")])
-        #expect(await eventually { handingOver.value })
-        dispatcher.submit([Self.record("ok", offset: 2, key: "device-a"), Self.record("ok", offset: 3, key: "device-b")])
-        release.signal()
+        #expect(await eventually(timeout: .seconds(30)) { submittedMeanwhile.value != nil })
+        try #require(submittedMeanwhile.value == true, "the finishing thread reached the callback")
         #expect(await idle(dispatcher))
         // Another key's record runs as before (its result comes whenever its worker returns).
         #expect(order.value.filter { $0 != "result 3" } == ["result 1 retry", "follower 2"], "\(order.value)")

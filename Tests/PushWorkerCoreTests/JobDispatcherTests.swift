@@ -351,17 +351,22 @@ import Testing
             }
             delivered.withLock { $0.append(result.source.offset) }
         }
-        dispatcher.submit([record(0), record(1)])
-        #expect(await eventually { handing.value && delivered.value == [1] }, "offset 1 finished and was handed over")
         let seenAtIdle = Locked<[Int64]?>(nil)
-        Task {
-            await dispatcher.waitUntilIdle()
-            seenAtIdle.withLock { $0 = delivered.value }
+        let heldBack = Locked<Bool?>(nil)
+        // Offset 0's result is let go from a thread of its own (not the pool): once offset 1 has finished and
+        // been handed over, and a moment longer, in which a dispatcher that looked idle would have said so.
+        onDedicatedThread {
+            let reached = spinUntil { handing.value && delivered.value == [1] }
+            if reached { _ = spinUntil(timeout: .milliseconds(300)) { seenAtIdle.value != nil } }
+            heldBack.withLock { $0 = reached }
+            release.signal()
         }
-        // Not idle while offset 0's result is held back (it would return at once: no job runs or waits).
-        #expect(await !eventually(timeout: .milliseconds(300)) { seenAtIdle.value != nil })
-        release.signal()
-        #expect(await eventually { seenAtIdle.value != nil })
+        dispatcher.submit([record(0), record(1)])
+        await dispatcher.waitUntilIdle()
+        seenAtIdle.withLock { $0 = delivered.value }
+        #expect(await eventually(timeout: .seconds(30)) { heldBack.value != nil })
+        #expect(heldBack.value == true, "offset 1 finished and was handed over while offset 0's result was held back")
+        // Idle only once offset 0's result was handed over too (without the hand-over count: [1]).
         #expect(seenAtIdle.value == [1, 0])
     }
 

@@ -153,3 +153,22 @@ struct TemporaryDirectory {
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
+
+/// Runs `body` on a thread of its own (never the cooperative pool): for a test whose output callback
+/// blocks an executor thread (a pool thread) until the test has done something. Done from the test's own
+/// async code, that step would need a free pool thread, and two such tests at once could block both of a
+/// 2-core machine's pool threads and wait for each other for ever.
+func onDedicatedThread(_ body: @escaping @Sendable () -> Void) {
+    Thread.detachNewThread { body() }
+}
+
+/// Waits on the calling thread (a dedicated one, see ``onDedicatedThread(_:)``) until `condition` holds,
+/// up to `timeout`; returns whether it did.
+func spinUntil(timeout: Duration = .seconds(20), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        usleep(1000)
+    }
+    return true
+}
