@@ -282,8 +282,10 @@ import Testing
             i=0; while [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
             """)
         let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(10))
+        // A 1 s budget: long enough for the shell to have run its first lines on a busy machine (250 ms was
+        // not, in the CI run of 06c50bf: no pid file yet at the deadline), far shorter than what it runs.
         let executor = BudgetedExecutor()
-        let report = await executor.run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(250)))
+        let report = await executor.run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(1)))
         #expect(report.outcome.reason?.rawValue == "timeout")
         // The program saw SIGTERM (long before the 10 s grace would have sent SIGKILL).
         #expect(await eventually(timeout: .seconds(2)) { dir.read("signal") == "TERM\n" })
@@ -302,14 +304,16 @@ import Testing
             exec sleep 5
             """)
         let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(20))
+        // A 1 s budget: long enough for the shell to have run its first lines on a busy machine (250 ms was
+        // not, in the CI run of 06c50bf: no pid file yet at the deadline), far shorter than what it runs.
         let start = ContinuousClock.now
-        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(200)))
+        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(1)))
         #expect(report.outcome.reason?.rawValue == "timeout")
         let pid = try #require(readPid(dir, "pid"))
         defer { killIfRunning(pid, commandContains: "sleep") } // cleanup
         // Ended by SIGTERM, long before the 20 s grace runs out and long before its 5 s sleep ends.
         #expect(await eventually(timeout: .seconds(1)) { !processExists(pid) }, "the program did not end at SIGTERM")
-        #expect(elapsedMs(since: start) < 2000)
+        #expect(elapsedMs(since: start) < 3000)
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -353,7 +357,9 @@ import Testing
             """)
         // A long grace: within this test only SIGTERM can end the child early.
         let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(20))
-        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .milliseconds(200)))
+        // A 1 s budget: long enough for the shell to have run its first lines on a busy machine (250 ms was
+        // not, in the CI run of 06c50bf: no pid file yet at the deadline), far shorter than what it runs.
+        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(1)))
         #expect(report.outcome.reason?.rawValue == "timeout")
         let pid = try #require(readPid(dir, "pid"))
         let child = try #require(readPid(dir, "child"))
