@@ -14,6 +14,8 @@ public final class KafkaConsumer: Sendable {
     private let topicNames = Mutex(TopicNameCache())
     /// Set by the rebalance callback when the group first assigns partitions (an empty list included).
     private let firstAssignment: FirstAssignment
+    /// Restarts fetching as soon as the queue has room (librdkafka before 2.2.0 only, see ``PrefetchRefill``).
+    private let refill: PrefetchRefill?
 
     /// Whether the consumer group has given this member its first assignment; shared with the rebalance
     /// callback, which is created before the consumer.
@@ -73,7 +75,9 @@ public final class KafkaConsumer: Sendable {
                 _ = rd_kafka_assign(rk, nil)
             }
         }, statistics: onStatistics)
-        self.client = try KafkaClient(kind: .consumer, configuration: configuration, callbacks: callbacks)
+        let client = try KafkaClient(kind: .consumer, configuration: configuration, callbacks: callbacks)
+        self.client = client
+        self.refill = PrefetchRefill.isNeeded() ? PrefetchRefill(client: client) : nil
         // Serve the main queue (logs are on their own threads) through rd_kafka_consumer_poll.
         rd_kafka_poll_set_consumer(client.handle)
     }
@@ -113,10 +117,14 @@ public final class KafkaConsumer: Sendable {
     ///   handler).
     /// - Throws: ``KafkaError/Code/fatal`` on a fatal client error.
     public func poll(timeoutMs: Int32, endOfPartition: ((TopicPartition, Int64) -> Void)? = nil) throws -> KafkaRecord? {
-        guard let message = rd_kafka_consumer_poll(client.handle, timeoutMs) else { return nil }
+        guard let message = rd_kafka_consumer_poll(client.handle, timeoutMs) else {
+            refill?.foundEmpty()
+            return nil
+        }
         defer { rd_kafka_message_destroy(message) }
         let err = message.pointee.err
         if err == RD_KAFKA_RESP_ERR_NO_ERROR {
+            refill?.taken(valueBytes: message.pointee.len)
             // One topic name per topic handle, not one String per record.
             let rkt = message.pointee.rkt
             let topic = topicNames.withLock { $0.name(of: rkt) }
