@@ -26,6 +26,11 @@ public final class KafkaConsumer: Sendable {
     /// Creates a consumer. Offsets are stored only by ``storeOffsets(_:)`` when the configuration sets
     /// `enable.auto.offset.store=false`, as at-least-once processing needs.
     ///
+    /// A consumer fetches again as soon as its queue has room after being full: with librdkafka before
+    /// 2.2.0 through ``PrefetchRefill``, from 2.2.0 on with `fetch.queue.backoff.ms` at
+    /// ``PrefetchRefill/queueBackoffMs`` unless the configuration sets it (librdkafka's default, 1000 ms,
+    /// leaves a consumer that drains its queue quickly idle for up to a second each time).
+    ///
     /// - Parameters:
     ///   - configuration: librdkafka properties, with `bootstrap.servers` and `group.id` at least.
     ///   - logHandler: receives librdkafka's logs and errors.
@@ -75,6 +80,8 @@ public final class KafkaConsumer: Sendable {
                 _ = rd_kafka_assign(rk, nil)
             }
         }, statistics: onStatistics)
+        var configuration = configuration
+        if !PrefetchRefill.isNeeded() { configuration.setDefault("fetch.queue.backoff.ms", String(PrefetchRefill.queueBackoffMs)) }
         let client = try KafkaClient(kind: .consumer, configuration: configuration, callbacks: callbacks)
         self.client = client
         self.refill = PrefetchRefill.isNeeded() ? PrefetchRefill(client: client) : nil
