@@ -289,28 +289,29 @@ public final class JobDispatcher: Sendable {
         }
     }
 
-    /// A job holding a slot (``State/active``): its run, where it came from, its key and its worker's name.
+    /// A job holding a slot (``State/active``): its run, when it took the slot, and its shared ``Pending/Core``
+    /// for where it came from, its key, its worker and its type. Three words: the core is alive anyway while
+    /// the job runs (its completion holds it), and with 100 000 jobs running copies of those fields made the
+    /// table's 262 144 buckets about 19 MB larger.
     struct ActiveRun: Sendable {
-        var run: WorkerRun
-        var source: RecordSource
-        var key: [UInt8]?
-        var workerName: String
-        /// Whether the worker has a `maxConcurrent` (its running jobs are counted by name).
-        var hasWorkerLimit: Bool
-        /// The job's payload `type` (for ``JobDispatcher/loadByType()``).
-        var type: String?
+        let core: Pending.Core
+        let run: WorkerRun
         /// When the job took its slot (``WallClock/monotonicNs()``).
-        var startedNs: Int64
+        let startedNs: Int64
 
         init(_ pending: Pending, run: WorkerRun) {
+            core = pending.core
             self.run = run
-            source = pending.job.source
-            key = pending.job.key
-            workerName = pending.worker.name
-            hasWorkerLimit = pending.worker.maxConcurrent != nil
-            type = pending.job.type
             startedNs = WallClock.monotonicNs()
         }
+
+        var source: RecordSource { core.job.source }
+        var key: [UInt8]? { core.job.key }
+        var workerName: String { core.worker.name }
+        /// Whether the worker has a `maxConcurrent` (its running jobs are counted by name).
+        var hasWorkerLimit: Bool { core.worker.maxConcurrent != nil }
+        /// The job's payload `type` (for ``JobDispatcher/loadByType()``).
+        var type: String? { core.job.type }
     }
 
     /// A key parked on this member (``State/parked``).
