@@ -15,19 +15,30 @@ final class DeadlineTimer: @unchecked Sendable {
     class Entry: @unchecked Sendable {
         let deadline: ContinuousClock.Instant
         let budget: Duration
-        private let action: (@Sendable () -> Void)?
         fileprivate var previous: Entry?
         fileprivate var next: Entry?
         fileprivate var linked = false
 
-        init(deadline: ContinuousClock.Instant, budget: Duration, action: (@Sendable () -> Void)? = nil) {
+        init(deadline: ContinuousClock.Instant, budget: Duration) {
             self.deadline = deadline
             self.budget = budget
-            self.action = action
         }
 
-        /// Runs at the deadline, on the timer's thread: the action given at creation, or a subclass's own.
-        func fire() { action?() }
+        /// Runs at the deadline, on the timer's thread: a subclass's own action (nothing here).
+        func fire() {}
+    }
+
+    /// An entry that runs a closure (``schedule(at:budget:_:)``). Its own class, so that the entries that are
+    /// their own action (a running job, a sleep: one per job) carry no closure field.
+    private final class ActionEntry: Entry, @unchecked Sendable {
+        private let action: @Sendable () -> Void
+
+        init(deadline: ContinuousClock.Instant, budget: Duration, action: @escaping @Sendable () -> Void) {
+            self.action = action
+            super.init(deadline: deadline, budget: budget)
+        }
+
+        override func fire() { action() }
     }
 
     private struct List {
@@ -54,7 +65,7 @@ final class DeadlineTimer: @unchecked Sendable {
 
     /// Schedules `action` at `deadline`; `budget` names the list it joins.
     func schedule(at deadline: ContinuousClock.Instant, budget: Duration, _ action: @escaping @Sendable () -> Void) -> Entry {
-        let entry = Entry(deadline: deadline, budget: budget, action: action)
+        let entry = ActionEntry(deadline: deadline, budget: budget, action: action)
         schedule(entry)
         return entry
     }

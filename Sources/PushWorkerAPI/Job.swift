@@ -7,7 +7,7 @@ public struct Job: Sendable {
     /// 256 bytes, `PushHeaders.maxApnsIdBytes` in `PushWorkerCore`), or `<topic>-<partition>-<offset>`. It may hold any character,
     /// NUL included: a worker passing it on must keep or refuse it whole, never cut it.
     public var messageId: String {
-        get { storage.fields.messageId }
+        get { storage.fields.messageId ?? storage.fields.source.defaultMessageId }
         set { change { $0.messageId = newValue } }
     }
     /// The payload's `type` with all its bytes (a `\u0000` in it included), or `nil` when a default worker
@@ -37,7 +37,13 @@ public struct Job: Sendable {
     /// Where the record came from.
     public var source: RecordSource {
         get { storage.fields.source }
-        set { change { $0.source = newValue } }
+        set {
+            change { fields in
+                // A default message id stays that of the source the job was made with.
+                if fields.messageId == nil { fields.messageId = fields.source.defaultMessageId }
+                fields.source = newValue
+            }
+        }
     }
     /// The W3C `traceparent` header's bytes, exactly as the record had them (at most
     /// 512 bytes, `PushHeaders.maxTraceparentBytes` in `PushWorkerCore`), or `nil` if it had none.
@@ -84,7 +90,9 @@ public struct Job: Sendable {
     /// sets when the worker starts (``deadline``, ``deadlineMs``, ``workerName``) stays outside it. Not a
     /// ``SharedValues``: the decoded object lives in the same object, so a job costs one allocation.
     private struct Fields: Sendable {
-        var messageId: String
+        /// The message id, or `nil` for the default one of ``source``, made on each read of ``Job/messageId``
+        /// (a running job then holds no string for it).
+        var messageId: String?
         var type: String?
         var value: [UInt8]
         var key: [UInt8]?
@@ -221,8 +229,9 @@ public struct Job: Sendable {
     }
 
     /// A job whose deadline is set later, by the executor when its worker starts (no clock reads here:
-    /// this is on the per-record path).
-    package init(messageId: String, type: String?, value: [UInt8], key: [UInt8]?, headers: RecordHeaders,
+    /// this is on the per-record path). A `messageId` of `nil` is the default one of `source`,
+    /// `<topic>-<partition>-<offset>` (``RecordSource/defaultMessageId``), made when it is read.
+    package init(messageId: String?, type: String?, value: [UInt8], key: [UInt8]?, headers: RecordHeaders,
          source: RecordSource, traceparentHeader: [UInt8]?, attempt: Int, notStartedAt placeholder: ContinuousClock.Instant, placeholderMs: Int64) {
         self.storage = Storage(Fields(
             messageId: messageId, type: type, value: value, key: key, headers: headers, source: source,

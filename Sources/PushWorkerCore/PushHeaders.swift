@@ -135,8 +135,15 @@ public struct PushHeaders: Sendable, Hashable {
     /// (`trustingCarried`): there, without an `apns-id`, the ``carriedMessageId`` pushworker wrote (the
     /// first attempt's id) comes before `fallback`, so every attempt of a record reports one message id.
     public func messageId(fallback: @autoclosure () -> String, trustingCarried: Bool) -> String {
+        messageIdFromHeaders(trustingCarried: trustingCarried) ?? fallback()
+    }
+
+    /// The message id as ``messageId(fallback:trustingCarried:)`` gives it when the headers give one (an
+    /// `apns-id`, or for a record read from the retry topic the carried id), else `nil`: the caller's
+    /// fallback applies.
+    package func messageIdFromHeaders(trustingCarried: Bool) -> String? {
         if let apnsId, !apnsId.isEmpty, let text = String(validating: apnsId, as: UTF8.self) { return text }
         if trustingCarried, let carried = carriedMessageId, let text = String(validating: carried, as: UTF8.self) { return text }
-        return fallback()
+        return nil
     }
 }

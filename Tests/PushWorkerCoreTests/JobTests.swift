@@ -35,6 +35,23 @@ import Testing
         #expect(renamed.object["contentId"] == .string("first"))
     }
 
+    /// A job made without a message id (no `apns-id`) reads the default one of its source,
+    /// `<topic>-<partition>-<offset>`, made on each read rather than kept; changing the source later keeps
+    /// the id it had, and a set id wins.
+    @Test func aJobWithoutAMessageIdReadsItsSourcesDefaultOne() {
+        let source = RecordSource(topic: "pushes", partition: 3, offset: 42)
+        var job = Job(messageId: nil, type: "content-update", value: Payload.silent(), key: nil, headers: [],
+                      source: source, traceparentHeader: nil, attempt: 1, notStartedAt: .now, placeholderMs: 0)
+        #expect(job.messageId == "pushes-3-42")
+        let copy = job
+        job.source = RecordSource(topic: "other", partition: 0, offset: 1)
+        #expect(job.messageId == "pushes-3-42")
+        #expect(job.source.topic == "other")
+        #expect(copy.messageId == "pushes-3-42")
+        job.messageId = "set"
+        #expect(job.messageId == "set" && copy.messageId == "pushes-3-42")
+    }
+
     @Test func decodeIntoAType() throws {
         struct Content: Decodable { var contentId: String }
         let job = makeJob(value: Payload.silent(extra: #","contentId":"article-9""#))
