@@ -4,6 +4,11 @@ import Testing
 
 /// The built-in `exec` worker (contract section 6).
 @Suite(.serialized) struct ExecWorkerTests {
+    /// The budget of the tests that signal a shell script at its deadline: 1 s, long enough for the shell to
+    /// have run its first lines (written its pids) on a busy machine, far shorter than the 3–5 s the scripts
+    /// run. 200–250 ms was not: the CI runs of 06c50bf and earlier reached the deadline before the pid file.
+    static let scriptBudget: Duration = .seconds(1)
+
     func run(_ worker: ExecWorker, job: Job = makeJob(), budget: Duration = .seconds(10)) async -> ExecutionReport {
         await BudgetedExecutor().run(job, on: RegisteredWorker(name: "exec", worker: worker, budget: budget))
     }
@@ -251,11 +256,11 @@ import Testing
         // A 1 s grace: wide enough that a loaded machine still sees the process alive during it. The program
         // ignores SIGTERM from its start (`env --ignore-signal`, inherited across exec), not only once the
         // shell has run its `trap`: on a loaded machine the deadline's SIGTERM came before the shell got
-        // there, it died at once and never wrote its pid (a CI failure). A 1 s budget gives it time to.
+        // there, it died at once and never wrote its pid (a CI failure). ``scriptBudget`` gives it time to.
         let worker = ExecWorker(arguments: ["/usr/bin/env", "--ignore-signal=TERM", script, dir.path], terminationGrace: .seconds(1))
         let executor = BudgetedExecutor()
         let start = ContinuousClock.now
-        let report = await executor.run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(1)))
+        let report = await executor.run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: Self.scriptBudget))
         let elapsed = elapsedMs(since: start)
         #expect(report.outcome.result == .failed)
         #expect(report.outcome.reason?.rawValue == "timeout")
@@ -282,10 +287,8 @@ import Testing
             i=0; while [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
             """)
         let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(10))
-        // A 1 s budget: long enough for the shell to have run its first lines on a busy machine (250 ms was
-        // not, in the CI run of 06c50bf: no pid file yet at the deadline), far shorter than what it runs.
         let executor = BudgetedExecutor()
-        let report = await executor.run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(1)))
+        let report = await executor.run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: Self.scriptBudget))
         #expect(report.outcome.reason?.rawValue == "timeout")
         // The program saw SIGTERM (long before the 10 s grace would have sent SIGKILL).
         #expect(await eventually(timeout: .seconds(2)) { dir.read("signal") == "TERM\n" })
@@ -304,10 +307,8 @@ import Testing
             exec sleep 5
             """)
         let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(20))
-        // A 1 s budget: long enough for the shell to have run its first lines on a busy machine (250 ms was
-        // not, in the CI run of 06c50bf: no pid file yet at the deadline), far shorter than what it runs.
         let start = ContinuousClock.now
-        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(1)))
+        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: Self.scriptBudget))
         #expect(report.outcome.reason?.rawValue == "timeout")
         let pid = try #require(readPid(dir, "pid"))
         defer { killIfRunning(pid, commandContains: "sleep") } // cleanup
@@ -329,9 +330,7 @@ import Testing
             wait
             """)
         let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .milliseconds(100))
-        // A 1 s budget: long enough for the shell to write both pids on a busy machine (200 ms was not, once
-        // in a full parallel run), far shorter than the child's 3 s sleep.
-        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(1)))
+        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: Self.scriptBudget))
         #expect(report.outcome.reason?.rawValue == "timeout")
         let pid = try #require(readPid(dir, "pid"))
         let child = try #require(readPid(dir, "child"))
@@ -357,9 +356,7 @@ import Testing
             """)
         // A long grace: within this test only SIGTERM can end the child early.
         let worker = ExecWorker(arguments: [script, dir.path], terminationGrace: .seconds(20))
-        // A 1 s budget: long enough for the shell to have run its first lines on a busy machine (250 ms was
-        // not, in the CI run of 06c50bf: no pid file yet at the deadline), far shorter than what it runs.
-        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: .seconds(1)))
+        let report = await BudgetedExecutor().run(makeJob(), on: RegisteredWorker(name: "exec", worker: worker, budget: Self.scriptBudget))
         #expect(report.outcome.reason?.rawValue == "timeout")
         let pid = try #require(readPid(dir, "pid"))
         let child = try #require(readPid(dir, "child"))
