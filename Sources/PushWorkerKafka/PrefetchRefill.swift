@@ -20,8 +20,9 @@ import Synchronization
 /// which wakes, finds room in the queue and fetches again. Nothing is sent while the queue stays below the
 /// stop point, so a consumer that keeps up (the usual case) sends nothing; one that is catching up sends one
 /// ListOffsets request per leader each time the queue fills, about once per `queued.min.messages` records.
-/// The answers are not used. With `fetch.from.follower` (`client.rack`) the fetching broker may be a replica
-/// that this does not wake; fetching then resumes as without it.
+/// The answers are not used. A consumer that fetches from a follower (KIP-392: `client.rack`, with the
+/// brokers' `replica.selector.class`) may fetch from a broker this does not wake; its fetching then resumes
+/// as without it.
 ///
 /// The byte limit is met as a number of records through the mean value size of the records taken in the
 /// last interval (librdkafka counts value bytes). Only librdkafka before 2.2.0 gets this
@@ -48,7 +49,6 @@ final class PrefetchRefill: Sendable {
     /// `queued.max.messages.kbytes` of the consumer, in bytes.
     private let maxBytes: Int
     private let state = Mutex(State())
-    private let requests = Atomic<Int>(0)
 
     private struct State {
         enum Phase {
@@ -77,9 +77,6 @@ final class PrefetchRefill: Sendable {
         self.minMessages = Self.property("queued.min.messages", of: client) ?? 100_000
         self.maxBytes = (Self.property("queued.max.messages.kbytes", of: client) ?? 65_536) * 1024
     }
-
-    /// The refill requests sent so far.
-    var requestCount: Int { requests.load(ordering: .relaxed) }
 
     /// Notes a record taken from the queue, with its value's size in bytes.
     func taken(valueBytes: Int) {
@@ -119,7 +116,6 @@ final class PrefetchRefill: Sendable {
             }
         }
         guard refill else { return }
-        requests.add(1, ordering: .relaxed)
         let thread = Thread { [client, self] in
             Self.askLeaders(client)
             state.withLock { $0.phase = .roomy }
