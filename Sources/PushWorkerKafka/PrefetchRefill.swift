@@ -17,7 +17,9 @@ import Synchronization
 /// come within one sampling interval of the point where fetching stops, and has then fallen back below it,
 /// it asks the leaders of the assigned partitions for their end offsets (`rd_kafka_offsets_for_times` with
 /// `RD_KAFKA_OFFSET_END`), on a thread of its own. That request is queued on each leader's broker thread,
-/// which wakes, finds room in the queue and fetches again. Nothing is sent while the queue stays below the
+/// which wakes, finds room in the queue and fetches again. One request is on its way at a time; the looks go
+/// on meanwhile, and when one of them finds the queue at the stop point again (the wake-up's fetch filled
+/// it), the next fall below it sends the next request (``Watch``). Nothing is sent while the queue stays below the
 /// stop point, so a consumer that keeps up (the usual case) sends nothing; one that is catching up sends one
 /// ListOffsets request per leader each time the queue fills, about once per `queued.min.messages` records.
 /// The answers are not used. A consumer that fetches from a follower (KIP-392: `client.rack`, with the
@@ -51,19 +53,60 @@ final class PrefetchRefill: Sendable {
     private let state = Mutex(State())
 
     private struct State {
-        enum Phase {
-            /// The queue was below the stop point at the last look: librdkafka is fetching.
-            case roomy
-            /// The queue was at (or within one interval of) the stop point: fetching may have stopped.
-            case full
-            /// A refill request is on its way.
-            case refilling
-        }
-        var phase = Phase.roomy
+        var watch = Watch()
         var taken = 0
         var valueBytes = 0
         /// Records that reach the byte limit at the last interval's mean value size.
         var recordsPerByteLimit = Int.max
+    }
+
+    /// When to send a refill request, from the queue lengths seen (pure logic: no librdkafka).
+    struct Watch: Equatable {
+        enum Phase: Equatable {
+            /// The queue was below the stop point at the last look: librdkafka is fetching.
+            case roomy
+            /// The queue was at (or within one sampling interval of) the stop point: fetching may have stopped.
+            case full
+        }
+        var phase = Phase.roomy
+        /// Whether a refill request is on its way (one at a time).
+        private(set) var refilling = false
+        /// Whether a look while the request was on its way found the queue at the stop point again. The
+        /// records its wake-up fetched may have stopped fetching once more, so the phase after the request is
+        /// then ``Phase/full``. (Set to ``Phase/roomy`` regardless, a queue that refilled and fell back below
+        /// the stop point before the request's answer came was never seen full again, and librdkafka 2.0.2
+        /// fetched nothing until its broker thread's idle wait ended: pauses of about a second with
+        /// `queued.min.messages` 40 000 in the benchmark.)
+        private(set) var fullWhileRefilling = false
+
+        /// Notes a look at the queue's `length`, with fetching stopping at `stopPoint` records and looks
+        /// `margin` records apart.
+        /// - Returns: whether to send a refill request now: the queue has fallen below the stop point after
+        ///   reaching it, and no request is on its way (a look meanwhile only notes whether the queue
+        ///   reached the stop point again).
+        mutating func look(length: Int, stopPoint: Int, margin: Int) -> Bool {
+            let atStopPoint = length >= stopPoint - margin
+            if refilling {
+                if atStopPoint { fullWhileRefilling = true }
+                return false
+            }
+            switch phase {
+            case .roomy:
+                if atStopPoint { phase = .full }
+                return false
+            case .full:
+                guard !atStopPoint else { return false }
+                refilling = true
+                fullWhileRefilling = false
+                return true
+            }
+        }
+
+        /// Notes that the refill request has been answered (or timed out).
+        mutating func requestEnded() {
+            refilling = false
+            phase = fullWhileRefilling ? .full : .roomy
+        }
     }
 
     /// Whether a librdkafka of `version` (`rd_kafka_version()`) stops fetching without a backoff of its
@@ -87,38 +130,27 @@ final class PrefetchRefill: Sendable {
             state.recordsPerByteLimit = maxBytes / max(1, state.valueBytes / state.taken)
             state.taken = 0
             state.valueBytes = 0
-            return state.phase != .refilling
+            return true
         }
         if sample, let handle = queue.handle { look(length: Int(rd_kafka_queue_length(handle))) }
     }
 
     /// Notes a poll that found the queue empty.
     func foundEmpty() {
-        if state.withLock({ $0.phase == .full }) { look(length: 0) }
+        if state.withLock({ $0.watch.phase == .full && !$0.watch.refilling }) { look(length: 0) }
     }
 
-    /// Moves the phase on from the queue's `length`, and sends a refill request when the queue has fallen
-    /// below the stop point after reaching it.
+    /// Notes the queue's `length` (``Watch/look(length:stopPoint:margin:)``) and sends a refill request
+    /// when it says so.
     private func look(length: Int) {
         let refill = state.withLock { state -> Bool in
             let stopPoint = min(minMessages, state.recordsPerByteLimit)
-            let margin = Self.interval(stopPoint: stopPoint)
-            switch state.phase {
-            case .roomy:
-                if length >= stopPoint - margin { state.phase = .full }
-                return false
-            case .full:
-                guard length < stopPoint - margin else { return false }
-                state.phase = .refilling
-                return true
-            case .refilling:
-                return false
-            }
+            return state.watch.look(length: length, stopPoint: stopPoint, margin: Self.interval(stopPoint: stopPoint))
         }
         guard refill else { return }
         let thread = Thread { [client, self] in
             Self.askLeaders(client)
-            state.withLock { $0.phase = .roomy }
+            state.withLock { $0.watch.requestEnded() }
         }
         thread.name = "pushworker-refill"
         thread.start()
