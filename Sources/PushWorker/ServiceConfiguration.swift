@@ -191,13 +191,14 @@ public struct ServiceConfiguration: Sendable, Equatable {
 
     /// How many records librdkafka prefetches into the consumer's queue before it stops fetching
     /// (`queued.min.messages`) when neither ``kafka`` nor ``consumer`` sets it: 40 000 (librdkafka: 100 000).
-    /// librdkafka keeps each queued record with its own bookkeeping (about 300 bytes besides the record), so
-    /// 100 000 queued records held some 40 MB; 40 000 hold about 16 MB. The queue is refilled as soon as it has
-    /// room again (``KafkaConsumer``: a wake-up of the leaders before librdkafka 2.2.0,
-    /// `fetch.queue.backoff.ms=10` from 2.2.0), so it still holds a fraction of a second of a noop worker's
-    /// records; the records taken and not yet finished are bounded separately (``maxBufferedRecords``).
-    /// Measured with the independent benchmark (200 000 records waiting in 16 partitions, 3 runs): peak
-    /// RSS 100 MB with 100 000, 73 MB with 40 000, at the same records/s (docs/performance.md).
+    /// librdkafka keeps each queued record with a few hundred bytes of its own bookkeeping besides the value,
+    /// and a full queue of 100 000 was most of pushworker's peak memory beyond its runtime. The queue is
+    /// refilled as soon as it has room again (``KafkaConsumer``: a wake-up of the partition leaders before
+    /// librdkafka 2.2.0, `fetch.queue.backoff.ms=10` from 2.2.0), so 40 000 still hold a fraction of a second
+    /// of a noop worker's records; `queued.max.messages.kbytes` (64 MiB) still bounds their bytes. Measured
+    /// with the independent benchmark (200 000 records waiting in 16 partitions): peak RSS 94–133 MB with
+    /// 100 000 (two sets of 3 runs), 71–117 MB, median 85 MB, with 40 000 (5 runs), at the same records/s
+    /// (docs/performance.md).
     static let defaultQueuedMinMessages = "40000"
 
     /// librdkafka's statistics interval pushworker sets when the HTTP server is enabled and the user did not.
