@@ -73,10 +73,10 @@ final class PrefetchRefill: Sendable {
         private(set) var refilling = false
         /// Whether a look while the request was on its way found the queue at the stop point again. The
         /// records its wake-up fetched may have stopped fetching once more, so the phase after the request is
-        /// then ``Phase/full``. (Set to ``Phase/roomy`` regardless, a queue that refilled and fell back below
-        /// the stop point before the request's answer came was never seen full again, and librdkafka 2.0.2
-        /// fetched nothing until its broker thread's idle wait ended: pauses of about a second with
-        /// `queued.min.messages` 40 000 in the benchmark.)
+        /// then ``Phase/full``. (When the answer set the phase to ``Phase/roomy`` regardless, a queue that
+        /// refilled and fell back below the stop point before the answer came was never seen full again, and
+        /// librdkafka 2.0.2 fetched nothing until its broker thread's idle wait ended: pauses of about a
+        /// second with `queued.min.messages` 40 000 in the benchmark.)
         private(set) var fullWhileRefilling = false
 
         /// Notes a look at the queue's `length`, with fetching stopping at `stopPoint` records and looks
