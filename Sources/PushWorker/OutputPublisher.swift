@@ -35,7 +35,8 @@ protocol OutputPublisher: AnyObject, Sendable {
     /// from the call on.
     func submit(_ batch: [Publication])
     /// Waits, up to `timeoutMs`, while too many handed-over outputs wait to be written (a publisher with
-    /// a publishing thread of its own); returns at once otherwise. Blocking: the consumer's thread.
+    /// a publishing thread of its own) or to be acknowledged; returns at once otherwise. Blocking: the
+    /// consumer's thread.
     func waitForRoom(timeoutMs: Int)
     /// Produces what waits for a retry, when due (called every round of the consumer loop).
     func retryBacklog()
