@@ -2,6 +2,8 @@
 #define PUSHWORKER_CRDKAFKA_SHIM_H
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <sys/eventfd.h>
+#include <poll.h>
 
 /* One response of `api_key` from broker `broker_id`, failing with `err` (0: none) after `rtt_ms`:
  * a non-variadic call of rd_kafka_mock_broker_push_request_error_rtts, which Swift cannot call. */

@@ -19,7 +19,7 @@ final class ConsumerLoop: Sendable {
     }
 
     private let state = Mutex(State())
-    private let consumer: KafkaConsumer
+    private let consumer: KafkaGroupMembers
     private let dispatcher: JobDispatcher
     private let publisher: any OutputPublisher
     /// The exactly-once mode's publisher (the same object as `publisher`), or `nil` in the at-least-once
@@ -46,7 +46,7 @@ final class ConsumerLoop: Sendable {
     static let batchSize = 2048
 
     init(
-        consumer: KafkaConsumer, dispatcher: JobDispatcher, publisher: any OutputPublisher, transactions: TransactionalPublisher? = nil, tracker: OffsetTracker,
+        consumer: KafkaGroupMembers, dispatcher: JobDispatcher, publisher: any OutputPublisher, transactions: TransactionalPublisher? = nil, tracker: OffsetTracker,
         maxBuffered: Int, drainTimeoutMs: Int, rebalanceDrainTimeoutMs: Int? = nil, logger: PushWorkerLogger, metrics: ServiceMetrics,
         stopNow: @escaping @Sendable () -> Bool = { false },
         statistics: @escaping @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void

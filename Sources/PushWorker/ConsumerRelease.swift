@@ -8,10 +8,10 @@ import Synchronization
 /// pipeline's own references drop without freeing it, and drops that last one on a dedicated thread,
 /// never on the cooperative pool.
 final class ConsumerRelease: Sendable {
-    private let consumer = Mutex<KafkaConsumer?>(nil)
+    private let consumer = Mutex<(any AnyObject & Sendable)?>(nil)
 
     /// Keeps `consumer` until ``releaseOnDedicatedThread()``.
-    func hold(_ consumer: KafkaConsumer) {
+    func hold(_ consumer: any AnyObject & Sendable) {
         self.consumer.withLock { $0 = consumer }
     }
 

@@ -30,7 +30,7 @@ public final class PushWorkerService: Sendable {
     private let stopRequested = Atomic<Bool>(false)
     /// Set when the task running ``run()`` is cancelled: the fast stop.
     private let stopNowRequested = Atomic<Bool>(false)
-    private let consumerBox = Mutex<KafkaConsumer?>(nil)
+    private let consumerBox = Mutex<KafkaGroupMembers?>(nil)
     private let serverBox = Mutex<EndpointServer?>(nil)
     private let statistics = Mutex(Statistics())
 
@@ -285,7 +285,9 @@ public final class PushWorkerService: Sendable {
         let drainTimeoutMs = Int(configuration.effectiveDrainTimeout(for: registry).wholeMilliseconds)  // ≤ 2^31−1 ms + 10 s
         let rebalanceDrainTimeoutMs = Int(configuration.effectiveRebalanceDrainTimeout(for: registry).wholeMilliseconds)
         let rebalance = RebalanceRelay()
-        let consumer = try KafkaConsumer(configuration: consumerProperties, logHandler: kafkaLog, onRebalance: { event in
+        // One group member per subscribed topic (KafkaGroupMembers: each topic's partitions are balanced
+        // over the replicas on their own).
+        let consumer = try KafkaGroupMembers(configuration: consumerProperties, topics: configuration.subscribedTopics, logHandler: kafkaLog, onRebalance: { event in
             rebalance.handler?(event)
         }, onStatistics: { statistics in
             metrics.statistics(statistics, client: .consumer)
@@ -398,7 +400,7 @@ public final class PushWorkerService: Sendable {
         consumerBox.withLock { $0 = consumer }
         publisher.prepareOutputTopics(configuration.outputTopics, timeoutMs: 10_000)
         do {
-            try consumer.subscribe(configuration.subscribedTopics)
+            try consumer.subscribe()
         } catch {
             _ = await publisher.close(timeoutMs: 0, cutShort: { false }, cutShortTimeoutMs: 0)
             consumerBox.withLock { $0 = nil }

@@ -6,7 +6,7 @@ import PushWorkerKafka
 /// ``StatusBoard``. Nothing on the per-record path.
 enum StatusSampler {
     /// Samples until the task running it is cancelled.
-    static func run(board: StatusBoard, metrics: ServiceMetrics, dispatcher: JobDispatcher, consumer: KafkaConsumer, interval: Duration) async {
+    static func run(board: StatusBoard, metrics: ServiceMetrics, dispatcher: JobDispatcher, consumer: KafkaGroupMembers, interval: Duration) async {
         while !Task.isCancelled {
             let reading = MetricsReading(metrics.registry.snapshot(), atMs: WallClock.nowMs())
             board.takeSample(reading, load: dispatcher.loadByType(), assignment: metrics.assigned, memberId: consumer.memberId)

@@ -137,7 +137,7 @@ final class TransactionalPublisher: OutputPublisher {
     ///   - onTransaction: told of each commit, abort and retried call.
     /// - Throws: ``KafkaError`` if the producer cannot be created.
     init(
-        properties: KafkaConfiguration, consumer: KafkaConsumer, resultsTopic: String, tracker: OffsetTracker,
+        properties: KafkaConfiguration, consumer: KafkaGroupMembers, resultsTopic: String, tracker: OffsetTracker,
         settings: ExactlyOnceConfiguration, logger: PushWorkerLogger, logHandler: @escaping KafkaLogHandler, metrics: ServiceMetrics,
         onDelivered: (@Sendable (KafkaOutgoingRecord) -> Void)?, onReplaced: @escaping @Sendable () -> Void = {},
         onTransaction: @escaping @Sendable (TransactionEvent) -> Void = { _ in }
@@ -467,8 +467,11 @@ final class TransactionalPublisher: OutputPublisher {
                 guard let consumer = consumer.value else {
                     throw KafkaTransactionError(.abortable, operation: "rd_kafka_send_offsets_to_transaction", message: "the consumer is gone")
                 }
-                try retrying { () throws(KafkaTransactionError) in
-                    try producer.sendOffsetsToTransaction(moved, consumer: consumer, timeoutMs: operationTimeoutMs)
+                // Each member's offsets with its own group metadata (KIP-447 checks its generation).
+                for (member, offsets) in consumer.byMember(moved, topic: \.topicPartition.topic) {
+                    try retrying { () throws(KafkaTransactionError) in
+                        try producer.sendOffsetsToTransaction(offsets, consumer: member, timeoutMs: operationTimeoutMs)
+                    }
                 }
             }
             try retrying { () throws(KafkaTransactionError) in try producer.commitTransaction(timeoutMs: operationTimeoutMs) }
@@ -607,8 +610,8 @@ private final class WeakConsumer: Sendable {
     private let box: Mutex<Weak>
     private struct Weak: @unchecked Sendable {
         // `@unchecked Sendable`: a weak reference to a `Sendable` class, only read and written under the Mutex.
-        weak var consumer: KafkaConsumer?
+        weak var consumer: KafkaGroupMembers?
     }
-    init(_ consumer: KafkaConsumer) { box = Mutex(Weak(consumer: consumer)) }
-    var value: KafkaConsumer? { box.withLock { $0.consumer } }
+    init(_ consumer: KafkaGroupMembers) { box = Mutex(Weak(consumer: consumer)) }
+    var value: KafkaGroupMembers? { box.withLock { $0.consumer } }
 }

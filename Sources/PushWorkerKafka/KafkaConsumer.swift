@@ -16,6 +16,9 @@ public final class KafkaConsumer: Sendable {
     private let firstAssignment: FirstAssignment
     /// Restarts fetching as soon as the queue has room (librdkafka before 2.2.0 only, see ``PrefetchRefill``).
     private let refill: PrefetchRefill?
+    /// The consumer queue whose wake-ups go to a descriptor (``enableWakeups(descriptor:)``), kept until
+    /// ``disableWakeups()``.
+    private let wakeups = Mutex<ConsumerQueue?>(nil)
 
     /// Whether the consumer group has given this member its first assignment; shared with the rebalance
     /// callback, which is created before the consumer.
@@ -164,6 +167,28 @@ public final class KafkaConsumer: Sendable {
         rd_kafka_queue_destroy(queue)
     }
 
+    /// Has librdkafka write one 8-byte count of 1 (an `eventfd` increment) to `descriptor` whenever the
+    /// consumer queue goes from empty to non-empty (`rd_kafka_queue_io_event_enable`): records, rebalances
+    /// and errors alike, since the main queue is forwarded to it. Lets one thread wait for several
+    /// consumers (``KafkaGroupMembers``). The descriptor must stay open until ``disableWakeups()``.
+    func enableWakeups(descriptor: Int32) {
+        let queue = ConsumerQueue(client: client)
+        guard let handle = queue.handle else { return }
+        var one: UInt64 = 1
+        withUnsafeBytes(of: &one) { rd_kafka_queue_io_event_enable(handle, descriptor, $0.baseAddress, $0.count) }
+        wakeups.withLock { $0 = queue }
+    }
+
+    /// Stops the writes of ``enableWakeups(descriptor:)`` (`rd_kafka_queue_io_event_enable` with -1);
+    /// librdkafka writes nothing to the descriptor once this has returned. Calling it again does nothing.
+    func disableWakeups() {
+        guard let queue = wakeups.withLock({ wakeups -> ConsumerQueue? in
+            defer { wakeups = nil }
+            return wakeups
+        }), let handle = queue.handle else { return }
+        rd_kafka_queue_io_event_enable(handle, -1, nil, 0)
+    }
+
     /// Stores offsets for the next commit (`rd_kafka_offsets_store`); each offset is the *next* one to
     /// consume. Auto-commit (`enable.auto.commit`, every `auto.commit.interval.ms`) and ``commit()`` commit
     /// only stored offsets.
@@ -299,6 +324,7 @@ public final class KafkaConsumer: Sendable {
     /// - Throws: ``KafkaError/Code/consumer`` if closing failed.
     public func close() throws {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        disableWakeups()
         awaitFirstAssignmentIfJoined()
         let err = rd_kafka_consumer_close(client.handle)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "close", err) }
