@@ -7,7 +7,9 @@ import Synchronization
 /// - Records with the same key run one after another, in submission (offset) order; records with
 ///   different keys, or none, may run in parallel.
 /// - At most `maxInFlight` workers run at once, and at most `maxConcurrent` of one worker when its
-///   registration sets it; the rest wait, and their budget has not started.
+///   registration sets it; the rest wait, and their budget has not started. Waiting jobs start by
+///   partition in turn (``FairQueue``): a partition's records never wait behind another partition's
+///   backlog, only behind their own partition's earlier records and one of each other partition's.
 /// - Every submitted record yields exactly one ``DispatcherOutput`` through `onOutput` (`onResult` for the
 ///   initializer without a retry topic), with the ``InputRecord`` it answers (for a dead-letter or retry
 ///   copy): its ``ResultRecord``, or a ``Forward`` to the retry topic; unless it is taken back with
@@ -112,6 +114,9 @@ public final class JobDispatcher: Sendable {
         var origin: RecordSource { core.origin }
         var apnsExpiration: [UInt8]? { core.apnsExpiration }
 
+        /// The partition it was read from: its lane in the ready and blocked queues (``FairQueue``).
+        var lane: PartitionLane { PartitionLane(core.job.source) }
+
         func isDue(atNs nowNs: Int64) -> Bool { core.dueNs.map { $0 <= nowNs } ?? true }
 
         /// The input record the job was built from (its parts are shared with the job, not copied).
@@ -139,10 +144,10 @@ public final class JobDispatcher: Sendable {
         var dedupe: DedupeWindow?
         /// Keys with a job running or waiting; each holds the jobs queued behind the running one.
         var keyQueues: [[UInt8]: FIFOQueue<Pending>] = [:]
-        /// Jobs whose key is free, waiting for a slot.
-        var ready = FIFOQueue<Pending>()
+        /// Jobs whose key is free, waiting for a slot; the partitions take turns (``FairQueue``).
+        var ready = FairQueue<PartitionLane, Pending>()
         /// Jobs whose key is free but whose worker runs its `maxConcurrent` jobs, by worker name.
-        var blocked: [String: FIFOQueue<Pending>] = [:]
+        var blocked: [String: FairQueue<PartitionLane, Pending>] = [:]
         var runningByWorker: [String: Int] = [:]
         var waiting = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
@@ -263,9 +268,9 @@ public final class JobDispatcher: Sendable {
                 return
             }
             if workerHasRoom(pending) {
-                ready.append(pending)
+                ready.append(pending, lane: pending.lane)
             } else {
-                blocked[pending.worker.name, default: FIFOQueue()].append(pending)
+                blocked[pending.worker.name, default: FairQueue()].append(pending, lane: pending.lane)
             }
         }
 
@@ -279,7 +284,7 @@ public final class JobDispatcher: Sendable {
                     continue
                 }
                 guard workerHasRoom(next) else {
-                    blocked[next.worker.name, default: FIFOQueue()].append(next)
+                    blocked[next.worker.name, default: FairQueue()].append(next, lane: next.lane)
                     continue
                 }
                 waiting -= 1
@@ -999,7 +1004,7 @@ public final class JobDispatcher: Sendable {
                         if let key = next.job.key { state.passKey(key) }
                         continue
                     }
-                    state.ready.append(next)
+                    state.ready.append(next, lane: next.lane)
                     break
                 }
                 if state.blocked[name]?.isEmpty == true { state.blocked[name] = nil }
