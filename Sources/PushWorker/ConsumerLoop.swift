@@ -7,8 +7,12 @@ import Synchronization
 /// hands them to the dispatcher, applies backpressure with pause/resume, and handles rebalances.
 final class ConsumerLoop: Sendable {
     private struct State {
-        /// Whether backpressure has paused the assignment.
-        var paused = false
+        /// Whether the loop has stopped taking records (everything assigned is paused).
+        var stopping = false
+        /// The partitions paused for room (``PartitionBackpressure``).
+        var room: PartitionBackpressure
+        /// The assigned partitions paused on the consumer now: for room, or ``held``.
+        var pausedNow: Set<TopicPartition> = []
         var assigned: Set<TopicPartition> = []
         /// Assigned partitions paused because their results cannot be delivered now
         /// (``ResultPublisher/failingPartitions``); resumed once they can.
@@ -18,7 +22,7 @@ final class ConsumerLoop: Sendable {
         var closing = false
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let consumer: KafkaGroupMembers
     private let dispatcher: JobDispatcher
     private let publisher: any OutputPublisher
@@ -27,7 +31,6 @@ final class ConsumerLoop: Sendable {
     /// the loop rewinds after an aborted transaction.
     private let transactions: TransactionalPublisher?
     private let tracker: OffsetTracker
-    private let maxBuffered: Int
     private let drainTimeoutMs: Int
     /// How long a revocation waits for the revoked partitions' running jobs and their results before it
     /// cuts the jobs still running short (``ServiceConfiguration/effectiveRebalanceDrainTimeout(for:)``).
@@ -57,7 +60,7 @@ final class ConsumerLoop: Sendable {
         self.publisher = publisher
         self.transactions = transactions
         self.tracker = tracker
-        self.maxBuffered = maxBuffered
+        self.state = Mutex(State(room: PartitionBackpressure(maxBuffered: maxBuffered)))
         self.drainTimeoutMs = drainTimeoutMs
         self.rebalanceDrainTimeoutMs = rebalanceDrainTimeoutMs ?? drainTimeoutMs
         self.logger = logger
@@ -117,28 +120,29 @@ final class ConsumerLoop: Sendable {
         stopTaking()
     }
 
-    /// Pauses the assignment while too many records are unfinished; resumes below half the bound. Pauses
-    /// each partition whose results cannot be delivered now (its lane in the publisher is failing), so that
-    /// it does not fill the buffer and pause the others; resumes it once its results go through.
+    /// Pauses the partitions that hold more than their share of the room for unfinished records once the
+    /// member is full, and resumes them as they drain (``PartitionBackpressure``: a partition below its
+    /// share, such as one just assigned, is still read). Pauses each partition whose results cannot be
+    /// delivered now (its lane in the publisher is failing), so that it does not fill the buffer and pause
+    /// the others; resumes it once its results go through (and it is not paused for room).
     private func applyBackpressure() {
-        let buffered = tracker.outstanding
+        let outstanding = tracker.outstandingByPartition
         let failing = publisher.failingPartitions
         let change = state.withLock { state -> (pause: [TopicPartition], resume: [TopicPartition], held: [TopicPartition], released: [TopicPartition]) in
             let held = failing.intersection(state.assigned)
             let newlyHeld = held.subtracting(state.held)
             let released = state.held.subtracting(held)
             state.held = held
-            if !state.paused && buffered >= maxBuffered {
-                state.paused = true
-                return (Array(state.assigned), [], Array(newlyHeld), Array(released))
-            }
-            if state.paused && buffered < maxBuffered / 2 {
-                state.paused = false
-                return (Array(held), Array(state.assigned.subtracting(held)), Array(newlyHeld), Array(released))
-            }
-            if state.paused { return ([], [], Array(newlyHeld), Array(released)) }
-            return (Array(newlyHeld), Array(released), Array(newlyHeld), Array(released))
+            // Stopping: everything is paused already and stays so.
+            if state.stopping { return ([], [], Array(newlyHeld), Array(released)) }
+            _ = state.room.round(outstanding: outstanding, assigned: state.assigned)
+            let wanted = held.union(state.room.paused)
+            let pause = wanted.subtracting(state.pausedNow)
+            let resume = state.pausedNow.subtracting(wanted)
+            state.pausedNow = wanted
+            return (Array(pause), Array(resume), Array(newlyHeld), Array(released))
         }
+        let buffered = outstanding.values.reduce(0, +)
         if !change.held.isEmpty {
             logger.warning("pausing partitions: their results cannot be delivered now", metadata: ["partitions": change.held.map(\.description).sorted().joined(separator: ",")])
         }
@@ -163,7 +167,8 @@ final class ConsumerLoop: Sendable {
     /// running ones (serving the consumer meanwhile; records it still returns are not taken).
     private func stopTaking() {
         let assigned = state.withLock { state -> [TopicPartition] in
-            state.paused = true
+            state.stopping = true
+            state.pausedNow = state.assigned
             return Array(state.assigned)
         }
         consumer.pause(assigned)
@@ -260,14 +265,16 @@ final class ConsumerLoop: Sendable {
         metrics.rebalanced(event)
         switch event {
         case .assigned(let partitions):
-            let paused = state.withLock { state -> Bool in
+            let stopping = state.withLock { state -> Bool in
                 state.assigned.formUnion(partitions)
-                // Held again at the next round if its results still cannot be delivered.
+                // Held again at the next round if its results still cannot be delivered. Not paused for room:
+                // none of its records is unfinished here, so it is read even while this member is full.
                 state.held.subtract(partitions)
-                return state.paused
+                if state.stopping { state.pausedNow.formUnion(partitions) } else { state.pausedNow.subtract(partitions) }
+                return state.stopping
             }
             // librdkafka 2.0.2 keeps a partition's pause across revoke and re-assign: set it explicitly.
-            if paused { consumer.pause(partitions) } else { consumer.resume(partitions) }
+            if stopping { consumer.pause(partitions) } else { consumer.resume(partitions) }
             publisher.own(partitions)
             logger.info("partitions assigned", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
         case .revoking(let partitions):
@@ -374,6 +381,8 @@ final class ConsumerLoop: Sendable {
         state.withLock { state in
             partitions.forEach { state.assigned.remove($0) }
             state.held.subtract(partitions)
+            state.pausedNow.subtract(partitions)
+            state.room.forget(partitions)
         }
     }
 }

@@ -137,6 +137,15 @@ final class OffsetTracker: Sendable {
         partitions.withLock { $0.values.reduce(0) { $0 + $1.outstanding } }
     }
 
+    /// Records taken whose results are not yet acknowledged, by partition (partitions with none left out).
+    var outstandingByPartition: [TopicPartition: Int] {
+        partitions.withLock { partitions in
+            var counts: [TopicPartition: Int] = [:]
+            for (tp, partition) in partitions where partition.outstanding > 0 { counts[tp] = partition.outstanding }
+            return counts
+        }
+    }
+
     /// The committable offsets of every tracked partition that has one.
     var committable: [TopicPartitionOffset] {
         partitions.withLock { partitions in
