@@ -380,7 +380,17 @@ public final class PushWorkerService: Sendable {
             rebalanceDrainTimeoutMs: rebalanceDrainTimeoutMs, logger: logger, metrics: metrics,
             stopNow: { [self] in self.stopNowRequested.load(ordering: .acquiring) },
             statistics: { [self] change in self.statistics.withLock { change(&$0) } })
-        rebalance.handler = { event in loop.rebalanced(event) }
+        let joined = JoinedOnce()
+        rebalance.handler = { [logger, weak consumer] event in
+            loop.rebalanced(event)
+            // Once: every member (one per topic) has had its first assignment, so the process is in the
+            // group's current generation (tests and operators wait for this line).
+            if case .assigned = event, let consumer, consumer.everyMemberAssigned, joined.first() {
+                logger.info("joined the consumer group: every member has its first assignment", metadata: [
+                    "members": String(consumer.members.count), "partitions": String(consumer.assignment().count),
+                ])
+            }
+        }
         // Weak: the metrics outlive nothing of the pipeline (the publisher holds the metrics).
         metrics.registry.onCollect { [weak metrics, weak dispatcher, weak tracker, weak publisher] in
             guard let metrics, let dispatcher, let tracker, let publisher else { return }
@@ -399,6 +409,7 @@ public final class PushWorkerService: Sendable {
             stopping: { [self] in self.stopRequested.load(ordering: .acquiring) })
         consumerBox.withLock { $0 = consumer }
         publisher.prepareOutputTopics(configuration.outputTopics, timeoutMs: 10_000)
+        _ = try? await DedicatedThread.run(name: "pushworker-connect") { consumer.connect(timeoutMs: 2000) }
         do {
             try consumer.subscribe()
         } catch {

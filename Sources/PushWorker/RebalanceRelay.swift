@@ -1,3 +1,4 @@
+import Synchronization
 import PushWorkerKafka
 
 /// Lets the consumer's rebalance callback reach the loop created after the consumer.
@@ -6,4 +7,12 @@ import PushWorkerKafka
 /// cleared after the consumer is closed (after the last rebalance).
 final class RebalanceRelay: @unchecked Sendable {
     var handler: (@Sendable (KafkaRebalanceEvent) -> Void)?
+}
+
+/// True the first time it is asked, false after (for a log line written once).
+final class JoinedOnce: Sendable {
+    private let done = Atomic<Bool>(false)
+
+    /// Whether this is the first call.
+    func first() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
 }

@@ -388,6 +388,9 @@ public final class KafkaConsumer: Sendable {
         }
     }
 
+    /// Whether the group has given this member its first assignment (an empty one included).
+    public var hasFirstAssignment: Bool { firstAssignment.arrived.load(ordering: .acquiring) }
+
     /// The member id the group coordinator gave this member at its JoinGroup (`rd_kafka_memberid`), or
     /// `nil` before that.
     public var memberId: String? {

@@ -66,7 +66,7 @@ struct ProcessFaultLedgerTests {
         /// Waits until each of `instances` has logged a partition assignment (with two, the second one's
         /// means the first gave it partitions), then produces the inputs.
         func produceOnceAssigned(_ instances: [RunningCommand]) async throws {
-            let assigned = await eventually(timeout: .seconds(60)) { instances.allSatisfy { $0.stderr.contains("partitions assigned") } }
+            let assigned = await eventually(timeout: .seconds(60)) { instances.allSatisfy { $0.stderr.contains("joined the consumer group") } }
             #expect(assigned, "every instance holds partitions: \(instances.map { $0.stderr.suffix(1500) })")
             if retries {
                 // Every other input fails retryably at its first attempt and runs again 100 ms later.
