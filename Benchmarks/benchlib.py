@@ -318,3 +318,122 @@ def percentiles(values, points=(0.5, 0.9, 0.99, 1.0)):
 def fail(message):
     print(message, file=sys.stderr)
     raise SystemExit(1)
+
+
+def metric_sum(port, name):
+    """The sum of every series of metric `name` (labelled or not) in the worker's /metrics, or None when
+    the server does not answer or has no such series."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    total, found = 0.0, False
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            total += float(line.rsplit(" ", 1)[1])
+            found = True
+    return total if found else None
+
+
+def status_json(port):
+    """The worker's /status.json as a dict, or None."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status.json", timeout=2) as response:
+            return json.loads(response.read().decode())
+    except (OSError, ValueError):
+        return None
+
+
+# ---- rebalances and results (scaleout.py's scale-in and join costs) ---------------------------------------
+
+def wall_s(iso):
+    """UNIX seconds (float) of an ISO 8601 UTC timestamp such as a log line's `2026-12-07T09:29:15.267Z`."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def rebalance_events(log_path):
+    """The partition changes a member logged (text format): a list of (UNIX seconds, kind, frozenset of
+    (topic, partition)) in log order, kind `assigned`, `revoked` or `lost`, from its lines
+    `TIME LEVEL [LABEL] partitions assigned|revoked…|lost… partitions=t[0],t[1]`. Lines without a
+    `partitions=` field (e.g. `partitions assigned after waiting N s`) are skipped."""
+    events = []
+    try:
+        with open(log_path, errors="replace") as f:
+            lines = f.readlines()
+    except OSError:
+        return events
+    for line in lines:
+        fields = line.split(" ", 3)
+        if len(fields) < 4 or " partitions=" not in line:
+            continue
+        message = fields[3].split("] ", 1)[-1] if fields[3].startswith("[") else fields[3]
+        kind = next((k for k in ("assigned", "revoked", "lost") if message.startswith(f"partitions {k}")), None)
+        if kind is None:
+            continue
+        try:
+            at = wall_s(fields[0])
+        except ValueError:
+            continue
+        names = line.split(" partitions=", 1)[1].split()[0]
+        parts = set()
+        for name in names.split(","):
+            topic, _, rest = name.rpartition("[")
+            if topic and rest.rstrip("]").isdigit():
+                parts.add((topic, int(rest.rstrip("]"))))
+        events.append((at, kind, frozenset(parts)))
+    return events
+
+
+def last_assigned(events, tp, not_after=None, not_before=None):
+    """UNIX seconds of the last `assigned` event holding `tp` within [not_before, not_after], or None."""
+    found = None
+    for at, kind, parts in events:
+        if kind == "assigned" and tp in parts and (not_before is None or at >= not_before) \
+                and (not_after is None or at <= not_after):
+            found = at
+    return found
+
+
+def first_assigned(events, tp, not_before):
+    """UNIX seconds of the first `assigned` event holding `tp` at or after `not_before`, or None."""
+    return next((at for at, kind, parts in events if kind == "assigned" and tp in parts and at >= not_before), None)
+
+
+def read_range(bootstrap, topic, starts, ends, idle_timeout=5.0):
+    """The records of `topic` from offset starts[p] up to (not including) ends[p] of every partition p: a
+    list of (partition, offset, timestamp ms, headers, value), until every range is read or nothing arrived
+    for `idle_timeout` s. Offsets the mock broker already dropped are skipped (the read starts at the
+    partition's low watermark)."""
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-range-reader", "enable.auto.commit": False,
+                       "fetch.wait.max.ms": 10})
+    wanted = {p: (s, e) for p, (s, e) in enumerate(zip(starts, ends)) if e > s}
+    records = []
+    try:
+        firsts = {}
+        for p, (s, e) in wanted.items():
+            low, _ = reader.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            firsts[p] = max(s, low)
+        left = {p for p in wanted if firsts[p] < wanted[p][1]}
+        if not left:
+            return records
+        reader.assign([TopicPartition(topic, p, firsts[p]) for p in left])
+        idle_since = time.monotonic()
+        while left and time.monotonic() - idle_since < idle_timeout:
+            # consume() waits for all num_messages or the timeout: short waits, so the last batch is not held
+            batch = reader.consume(2000, 0.1)
+            if batch:
+                idle_since = time.monotonic()
+            for m in batch:
+                if m.error():
+                    continue
+                p, offset = m.partition(), m.offset()
+                if p not in left:
+                    continue
+                if offset < wanted[p][1]:
+                    records.append((p, offset, m.timestamp()[1], m.headers(), m.value()))
+                if offset >= wanted[p][1] - 1:
+                    left.discard(p)
+    finally:
+        reader.close()
+    return records
