@@ -49,9 +49,14 @@ public final class KafkaConsumer: Sendable {
     ) throws {
         let firstAssignment = FirstAssignment()
         self.firstAssignment = firstAssignment
+        // The configured assignor, for when librdkafka cannot say which protocol the group uses.
+        let configuredCooperative = configuration["partition.assignment.strategy"]?.contains("cooperative") == true
         let callbacks = KafkaCallbacks(log: logHandler, rebalance: { rk, err, list in
             let partitions = PartitionList.read(list).map(\.topicPartition)
-            let cooperative = String(cString: rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE"  // NUL-safe: librdkafka's own text (names, errors, versions)
+            // rd_kafka_rebalance_protocol returns NULL when its request to the group's thread fails (seen
+            // while a consumer closes, with several consumers in one process): then the configured assignor
+            // decides.
+            let cooperative = rd_kafka_rebalance_protocol(rk).map { String(cString: $0) == "COOPERATIVE" } ?? configuredCooperative  // NUL-safe: librdkafka's own text (names, errors, versions)
             func report(_ context: String, _ error: OpaquePointer?) {
                 guard let error else { return }
                 let text = String(cString: rd_kafka_error_string(error))  // NUL-safe: librdkafka's own text (names, errors, versions)

@@ -30,16 +30,13 @@ public final class KafkaGroupMembers: Sendable {
     private let index: [String: Int]
     /// The `eventfd` the members' queues signal; `nil` with one member.
     private let wake: WakeDescriptor?
-    private let cursor = Mutex(Cursor())
+    /// The member polled first, and the records taken from it in a row (``pollEach()``). Atomics rather
+    /// than a lock: only the polling thread touches them, so relaxed loads and stores suffice, and they cost
+    /// nothing per record.
+    private let cursorMember = Atomic<Int>(0)
+    private let cursorTaken = Atomic<Int>(0)
     /// The latest statistics of each member, merged into one report (``KafkaStatistics/merging(_:)``).
     private let reports: LatestReports
-
-    private struct Cursor {
-        /// The member polled first.
-        var member = 0
-        /// Records taken from it in a row.
-        var taken = 0
-    }
 
     /// The most records taken from one member in a row while others may have records: 256.
     public static let turnLength = 256
@@ -131,14 +128,17 @@ public final class KafkaGroupMembers: Sendable {
 
     /// Polls the members without waiting, starting at the cursor; see the type's doc for the turns.
     private func pollEach() throws -> KafkaRecord? {
-        let start = cursor.withLock { $0.member }
+        let start = cursorMember.load(ordering: .relaxed)
         for step in 0..<members.count {
             let position = (start + step) % members.count
             guard let record = try members[position].poll(timeoutMs: 0) else { continue }
-            cursor.withLock { cursor in
-                if cursor.member != position { cursor = Cursor(member: position, taken: 0) }
-                cursor.taken += 1
-                if cursor.taken >= Self.turnLength { cursor = Cursor(member: (position + 1) % members.count, taken: 0) }
+            let taken = position == start ? cursorTaken.load(ordering: .relaxed) + 1 : 1
+            if taken >= Self.turnLength {
+                cursorMember.store((position + 1) % members.count, ordering: .relaxed)
+                cursorTaken.store(0, ordering: .relaxed)
+            } else {
+                cursorMember.store(position, ordering: .relaxed)
+                cursorTaken.store(taken, ordering: .relaxed)
             }
             return record
         }
