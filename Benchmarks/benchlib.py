@@ -395,6 +395,15 @@ def last_assigned(events, tp, not_after=None, not_before=None):
     return found
 
 
+def last_released(events, tp, not_after, not_before=None):
+    """UNIX seconds of the last `revoked` or `lost` event holding `tp` within [not_before, not_after], or None."""
+    found = None
+    for at, kind, parts in events:
+        if kind != "assigned" and tp in parts and at <= not_after and (not_before is None or at >= not_before):
+            found = at
+    return found
+
+
 def first_assigned(events, tp, not_before):
     """UNIX seconds of the first `assigned` event holding `tp` at or after `not_before`, or None."""
     return next((at for at, kind, parts in events if kind == "assigned" and tp in parts and at >= not_before), None)

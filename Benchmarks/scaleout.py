@@ -6,7 +6,9 @@ One embedded broker (`pushworker dev --broker-only`, through benchlib.Broker) ho
 default 12). For each member count N of --members (default 1,2,3), one step after the other:
 
   1. a steady producer (confluent-kafka) writes --rate records/s (default 1500) to the input topic, keyed
-     `device-SEQ`, round-robin over all P partitions, from the start of the step to its end;
+     `device-SEQ` with a header `apns-id: scaleout-SEQ` (the result's messageId: a record that ran twice
+     shows as two results with one messageId), round-robin over all P partitions, from the start of the
+     step to its end;
   2. a fresh consumer group is created at the input topic's current end (its offsets committed there), so
      every step starts without a backlog of the previous ones;
   3. N `pushworker run --config FILE --bootstrap-servers ADDR` processes are started in that group, one
@@ -26,13 +28,32 @@ default 12). For each member count N of --members (default 1,2,3), one step afte
      (summed over its partitions) over the window, divided by the window's length. Each member's own
      results/s (the growth of its `pushworker_results_total`) and its mean `pushworker_jobs_in_flight` are
      kept too, and the assignment is watched for changes during the window;
-  6. the members are stopped with SIGTERM (graceful), the producer is stopped.
+  6. scale-in (--scale-in, on by default; only in the step of the largest N, N >= 2): the last-started
+     member gets SIGTERM while the group is saturated and its backlog grows. The survivors' /status.json is
+     read every 0.25 s until they hold every partition exactly once for --stable s, then the results topic
+     (read from its high watermarks at the SIGTERM) until every input partition that moved has a result from
+     its new owner (at most --scale-in-timeout s, default 60, --quick 30), and 3 s more;
+  7. the members are stopped with SIGTERM (graceful), the producer is stopped;
+  8. join and scale-in costs (--join-costs, on by default, with members started one after the other): the
+     step's results are read back (from the results topic's high watermarks at the step's start). Each
+     member's `partitions assigned|revoked ... partitions=...` log lines (ISO timestamps) give when a
+     partition was assigned to it and released by its old owner. Per member that joined a settled group:
+     the partitions that moved to it, the longest time any of them was owned by nobody (old owner's
+     revocation to the new one's assignment), per moved input partition the seconds from its assignment to
+     its first result (the first result of that source partition read, receivedAt, at or after the
+     assignment: its old owner read everything before it let go), and the records that ran twice (results
+     with one messageId; counted at the join of the last member started before the second result). At the
+     scale-in, per partition that moved (input and retry): old and new owner, when the old one released it
+     and the new one got it (s after the SIGTERM), the seconds from the assignment to its first result, and
+     the records that ran twice with a result after the SIGTERM (of the moved partitions, and in all); the
+     time from the SIGTERM to the survivors holding every partition. The retry topic stays empty (the noop
+     worker never fails), so a moved retry partition has no result to wait for.
 
 The rate is above what N members can take (N × 200/s), so every member with input partitions is saturated
 and results/s measures the group's capacity. The table gives, per N: results/s, its ratio to N × one member
 (the measured N = 1 step; without one, the nominal maxConcurrent × 1000 / delayMs), and per member (in
 start order) the partitions of the input topic and of the retry topic it held during the window, and the
-settle time. The target is results/s >= 0.9 × N × one member.
+settle time. The target is results/s >= 0.9 × N × one member. Then the join costs and the scale-in.
 
 Settings beyond the worker: consumer `session.timeout.ms` 6000 and `heartbeat.interval.ms` 500 (--session-ms,
 --heartbeat-ms). librdkafka 2.0.2's mock broker makes a group's later rebalances (a member joining a group
@@ -399,17 +420,24 @@ def step(args, n, broker, watch, logs, run_id, seq_start):
         results = parse_results(benchlib.read_range(broker.bootstrap, RESULTS_TOPIC, results_start,
                                                     end_marks))
         row["results_read"] = len(results)
+        row["results_with_apns_id"] = sum(1 for r in results if str(r["id"]).startswith(APNS_ID_PREFIX))
         row["results_expected"] = sum(end_marks) - sum(results_start)
         if row["results_read"] < row["results_expected"]:
             row["problems"].append(f"read {row['results_read']} of the step's {row['results_expected']} results "
                                    f"(the mock broker drops the oldest beyond 5 MiB per partition)")
         events = [benchlib.rebalance_events(m.log.name) for m in members]
+        row["commit_failures_logged"] = commit_failures(members)
         until = shrink["sigterm_wall"] if shrink else None
         reruns = reruns_by_phase(results, members, shrink["marks"] if shrink else end_marks)
         if joins:
             row["joins"] = join_costs(members, snapshots, events, results, reruns, until)
             row["join_reruns"] = sum(j["reruns"] for j in row["joins"])
             row["steady_reruns"] = reruns["steady"]
+        row["input_duplicates"] = reruns["input_duplicates"]
+        row["rerun_samples"] = reruns["samples"]
+        if reruns["input_duplicates"]:
+            row["problems"].append(f"{reruns['input_duplicates']} apns-ids were written twice to the input topic "
+                                   f"(not counted as re-runs)")
         if shrink:
             row["scale_in"] = scale_in_costs(shrink, members, events, results, reruns)
         log(f"  N={n}: read {len(results)} results for the join"
@@ -418,6 +446,20 @@ def step(args, n, broker, watch, logs, run_id, seq_start):
 
 
 # ---- join and scale-in costs ------------------------------------------------------------------------------
+
+def commit_failures(members):
+    """Lines of the members' logs saying an offset commit failed (librdkafka's `Offset commit ... failed`,
+    pushworker's `committing their offsets failed`): a refused commit is what makes a record run again."""
+    found = 0
+    for m in members:
+        try:
+            with open(m.log.name, errors="replace") as f:
+                found += sum(1 for line in f if ("Offset commit" in line and "failed" in line)
+                             or "committing their offsets failed" in line)
+        except OSError:
+            pass
+    return found
+
 
 def parse_results(records):
     """The results read (benchlib.read_range) as dicts: the results partition and offset, `produced` (UNIX s,
@@ -435,6 +477,7 @@ def parse_results(records):
         parsed.append({"rp": partition, "offset": offset,
                        "produced": timestamp_ms / 1000 if timestamp_ms and timestamp_ms > 0 else finished,
                        "received": received, "tp": (source.get("topic"), source.get("partition")),
+                       "source_offset": source.get("offset"),
                        "id": doc.get("messageId"), "attempt": doc.get("attempt", 1)})
     return parsed
 
@@ -448,11 +491,25 @@ def reruns_by_phase(results, members, sigterm_marks):
     for r in results:
         if r["id"] and r["attempt"] == 1:
             by_id.setdefault(r["id"], []).append(r)
-    out = {"joins": {}, "steady": 0, "scale_in": 0, "scale_in_tps": {}, "extra_runs": 0}
+    out = {"joins": {}, "steady": 0, "scale_in": 0, "scale_in_tps": {}, "extra_runs": 0, "input_duplicates": 0,
+           "samples": []}
     for copies in by_id.values():
         if len(copies) < 2:
             continue
+        if len({(r["tp"], r["source_offset"]) for r in copies}) > 1:
+            # the same apns-id at two input offsets: the producer wrote the record twice (a retried send), not
+            # a re-run; counted apart
+            out["input_duplicates"] += 1
+            by_source = {}
+            for r in copies:
+                by_source.setdefault((r["tp"], r["source_offset"]), []).append(r)
+            copies = max(by_source.values(), key=len)
+            if len(copies) < 2:
+                continue
         out["extra_runs"] += len(copies) - 1
+        if len(out["samples"]) < 10:
+            out["samples"].append([{k: r[k] for k in ("id", "rp", "offset", "source_offset", "received", "produced")}
+                                   | {"tp": f"{r['tp'][0]}[{r['tp'][1]}]"} for r in copies])
         last = max(copies, key=lambda r: (r["produced"] or 0, r["offset"]))
         if any(r["offset"] >= sigterm_marks[r["rp"]] for r in copies):
             out["scale_in"] += 1
@@ -494,12 +551,18 @@ def join_costs(members, snapshots, events, results, reruns, until):
         for tp in got:
             assigned = benchlib.last_assigned(events[i], tp, not_after=snapshots[i][0])
             first = first_result(results, tp, assigned, next_start) if assigned and tp[0] == INPUT_TOPIC else None
-            moved.append({"partition": f"{tp[0]}[{tp[1]}]", "from": owner(before, tp),
+            old = owner(before, tp)
+            released = None if old is None or assigned is None else \
+                benchlib.last_released(events[old], tp, not_after=assigned, not_before=members[i].started_wall)
+            moved.append({"partition": f"{tp[0]}[{tp[1]}]", "from": old,
+                          "unowned_s": None if released is None else round(assigned - released, 2),
                           "assigned_s": None if assigned is None else round(assigned - members[i].started_wall, 2),
                           "to_first_result_s": None if first is None else round(first - assigned, 2)})
         waits = [m["to_first_result_s"] for m in moved if m["to_first_result_s"] is not None]
         inputs = [m for m in moved if m["partition"].startswith(INPUT_TOPIC + "[")]
+        gaps = [m["unowned_s"] for m in moved if m["unowned_s"] is not None]
         joins.append({"member": i, "moved": moved, "input_moved": len(inputs), "retry_moved": len(moved) - len(inputs),
+                      "max_unowned_s": max(gaps) if gaps else None,
                       "input_without_result": sum(1 for m in inputs if m["to_first_result_s"] is None),
                       "max_to_first_result_s": max(waits) if waits else None, "reruns": reruns["joins"].get(i, 0)})
     return joins
@@ -626,7 +689,10 @@ def scale_in_costs(shrink, members, events, results, reruns):
         if assigned is None and tp in shrink["first_seen"]:
             assigned = wall0 + shrink["first_seen"][tp][1]  # no log line: its first sight in /status.json
         first = first_result(results, tp, assigned) if assigned and tp[0] == INPUT_TOPIC else None
+        released = None if old is None else benchlib.last_released(events[old], tp, not_after=assigned or float("inf"),
+                                                                   not_before=wall0)
         moved.append({"partition": f"{tp[0]}[{tp[1]}]", "from": old, "to": new,
+                      "released_after_sigterm_s": None if released is None else round(released - wall0, 2),
                       "assigned_after_sigterm_s": None if assigned is None else round(assigned - wall0, 2),
                       "seen_after_sigterm_s": shrink["first_seen"].get(tp, (None, None))[1],
                       "to_first_result_s": None if first is None else round(first - assigned, 2)})
@@ -699,15 +765,22 @@ def costs_table(rows):
     lines = []
     joins = [(r["members"], j) for r in rows for j in r.get("joins", [])]
     if joins:
-        lines.append("join costs (a member joins the settled group; inN/reN = pushes[N]/push-retries[N]; "
-                     "s = from its assignment to its first result):")
-        head = f"{'N':>3} | {'joins':>5} | {'moved in/re':>11} | {'max s':>6} | {'re-runs':>7} | per moved input partition: s"
+        lines.append("join costs (a member joins the settled group; inN/reN = pushes[N]/push-retries[N]; unowned s = "
+                     "max from the old owner's revocation to the new one's assignment; s = from its assignment to its "
+                     "first result):")
+        head = (f"{'N':>3} | {'joins':>5} | {'moved in/re':>11} | {'unowned s':>9} | {'max s':>6} | {'re-runs':>7} | "
+                f"per moved input partition: s")
         lines += [head, "-" * len(head)]
         for n, j in joins:
             per = " ".join(f"{short(m['partition'])}:{seconds(m['to_first_result_s'], 1)}" for m in j["moved"]
                            if m["partition"].startswith(INPUT_TOPIC + "[")) or "-"
             lines.append(f"{n:>3} | {'#' + str(j['member']):>5} | {str(j['input_moved']) + '/' + str(j['retry_moved']):>11} | "
+                         f"{seconds(j['max_unowned_s'], 1):>9} | "
                          f"{seconds(j['max_to_first_result_s']):>6} | {j['reruns']:>7} | {per}")
+        failures = ", ".join(f"N={r['members']}: {r['commit_failures_logged']}" for r in rows
+                             if r.get("commit_failures_logged") is not None)
+        if failures:
+            lines.append(f"(log lines of failed offset commits, e.g. refused during a rebalance, per step: {failures})")
         steady = sum(r.get("steady_reruns", 0) for r in rows)
         if steady:
             lines.append(f"(and {steady} records ran twice before any join)")
@@ -722,7 +795,8 @@ def costs_table(rows):
                      f"it exited after {seconds(c['exited_after_s'], 1)} s with status {c['exit_code']}; the survivors held "
                      f"every partition {seconds(c['survivors_hold_all_after_s'], 1)} s after the SIGTERM "
                      f"(last assignment logged at {seconds(c['last_assignment_after_s'], 1)} s)")
-        head = f"{'partition':<16} | {'from':>4} | {'to':>4} | {'assigned s after SIGTERM':>24} | {'s to first result':>17}"
+        head = (f"{'partition':<16} | {'from':>4} | {'to':>4} | {'released s after SIGTERM':>24} | "
+                f"{'assigned s after SIGTERM':>24} | {'s to first result':>17}")
         lines += [head, "-" * len(head)]
         for m in c["moved"]:
             first = seconds(m["to_first_result_s"])
@@ -731,6 +805,7 @@ def costs_table(rows):
             elif m["to_first_result_s"] is None:
                 first = "NONE"
             lines.append(f"{m['partition']:<16} | {'#' + str(m['from']):>4} | {'#' + str(m['to']):>4} | "
+                         f"{seconds(m['released_after_sigterm_s']):>24} | "
                          f"{seconds(m['assigned_after_sigterm_s']):>24} | {first:>17}")
         if not c["moved"]:
             lines.append("(no partition moved)")

@@ -16,7 +16,7 @@ milestone from its own log lines (ISO timestamps, against the moment this script
   first result  the first `result` log line (the first record taken, run and its result made)
 
 and then how long a SIGTERM takes to end it. Compare with the C reference worker's `total_s - seconds`
-(../shared/bench's c_worker, or Benchmarks/reference/c_worker.c: start to first record).
+(the independent benchmark's C worker, or Benchmarks/reference/c_worker.c: start to first record).
 
 usage: /usr/bin/python3 Benchmarks/startup.py [--pushworker PATH] [--runs N] [--records N]
 Exit status: 0, or 1 when a run did not reach its first result within 60 s.
