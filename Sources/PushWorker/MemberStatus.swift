@@ -34,4 +34,11 @@ struct MemberStatus: Sendable, Equatable, Codable {
     var resultsWaiting: Double
     /// Records behind the end of its assigned partitions, summed.
     var lag: Double
+    /// The part of ``lag`` on partitions of the input topics (the rest is the retry topic's); `nil` in
+    /// the snapshot of a pushworker that did not publish it.
+    var inputLag: Double?
+    /// The partition count of each subscribed topic that the member's librdkafka statistics list (a
+    /// client lists a topic's partitions once it holds one of them); `nil` in the snapshot of a
+    /// pushworker that did not publish it.
+    var partitionCounts: [String: Int]?
 }

@@ -185,9 +185,12 @@ public final class PushWorkerService: Sendable {
         let metrics = try ServiceMetrics(
             registeredTypes: registry.types,
             startsAtEarliest: ["earliest", "smallest", "beginning"].contains(consumerProperties["auto.offset.reset"]),
-            outputTopics: configuration.outputTopics)
+            outputTopics: configuration.outputTopics, inputTopics: configuration.inputTopics)
         let health = HealthRelay()
-        let board = configuration.statusPage.enabled ? StatusBoard(settings: configuration.statusPage, groupId: configuration.groupId) : nil
+        let board = configuration.statusPage.enabled
+            ? StatusBoard(settings: configuration.statusPage, groupId: configuration.groupId, inputTopics: configuration.inputTopics,
+                          subscribedTopics: configuration.subscribedTopics)
+            : nil
         if configuration.httpServer.enabled {
             let server = try startHTTPServer(metrics: metrics, health: health, board: board)
             serverBox.withLock { $0 = server }

@@ -46,6 +46,11 @@ final class ServiceMetrics: Sendable {
     let jobsCutShortByRebalance: MetricCounter
     let revocationCommitFailures: MetricCounter
     let assignedPartitions: MetricGauge
+    /// `pushworker_input_partitions_assigned{topic}`: this member's partitions of each input topic.
+    let inputPartitionsAssigned: MetricGauge
+    /// `pushworker_group_balance_flags{flag}`: the status page's group balance flags (``GroupBalance``),
+    /// set after each status page sample; no series while the status page is off.
+    let groupBalanceFlags: MetricGauge
     let brokersUp: MetricGauge
     let producerQueueMessages: MetricGauge
     let requestTimeouts: MetricCounter
@@ -61,7 +66,13 @@ final class ServiceMetrics: Sendable {
     /// The `type` label of a type that no worker is registered for by name.
     static let unregisteredType = "(unregistered)"
 
+    /// The most distinct `topic` label values of `pushworker_input_partitions_assigned`: 64 (the
+    /// configured input topics; a cap only against a configuration with very many).
+    static let inputTopicLabels = 64
+
     private let registeredTypes: Set<String>
+    /// The input topics (the `topic` label of `pushworker_input_partitions_assigned`).
+    private let inputTopics: [String]
     /// Whether the consumer starts a partition without a committed offset at its beginning
     /// (`auto.offset.reset` earliest, pushworker's default): then such a partition's lag is all its records.
     private let startsAtEarliest: Bool
@@ -75,8 +86,9 @@ final class ServiceMetrics: Sendable {
     ///   - startsAtEarliest: whether the consumer's `auto.offset.reset` is `earliest` (default true).
     ///   - outputTopics: the results topic and the dead-letter topic (their `pushworker_produce_errors_total`
     ///     series start at 0).
+    ///   - inputTopics: the input topics (their `pushworker_input_partitions_assigned` series start at 0).
     /// - Throws: ``MetricsError`` (only if a name here were invalid: a programming error caught by tests).
-    init(registeredTypes: [String], startsAtEarliest: Bool = true, outputTopics: [String] = []) throws {
+    init(registeredTypes: [String], startsAtEarliest: Bool = true, outputTopics: [String] = [], inputTopics: [String] = []) throws {
         let r = registry
         recordsConsumed = try r.counter("pushworker_records_consumed_total", help: "Records taken from the input topics.")
         results = try r.counter(
@@ -135,6 +147,14 @@ final class ServiceMetrics: Sendable {
             "pushworker_revocation_commit_failures_total",
             help: "Revocations whose commit of the revoked partitions' acknowledged offsets failed (e.g. REBALANCE_IN_PROGRESS): librdkafka tries again at the unassign; records whose commit is refused run again on the next owner.")
         assignedPartitions = try r.gauge("pushworker_assigned_partitions", help: "Partitions assigned to this member of the consumer group.")
+        inputPartitionsAssigned = try r.gauge(
+            "pushworker_input_partitions_assigned",
+            help: "Partitions of each input topic assigned to this process (0: it takes no records of that topic, e.g. more replicas than partitions).",
+            labels: ["topic"], cap: LabelCap(label: "topic", limit: Self.inputTopicLabels))
+        groupBalanceFlags = try r.gauge(
+            "pushworker_group_balance_flags",
+            help: "The status page's view of the consumer group (statusPage on): idleMember = members holding no input partition while the group has input lag, surplusMembers = the most members beyond an input topic's partition count, skew = topics whose partitions differ by more than 1 between members; 0 when not raised.",
+            labels: ["flag"])
         brokersUp = try r.gauge("pushworker_kafka_brokers_up", help: "Broker connections up, by client (librdkafka statistics).", labels: ["client"])
         producerQueueMessages = try r.gauge("pushworker_kafka_producer_queue_messages", help: "Results in the producer's librdkafka queue, not yet acknowledged (statistics msg_cnt).")
         requestTimeouts = try r.counter("pushworker_kafka_request_timeouts_total", help: "Kafka requests that timed out, by client (librdkafka statistics req_timeouts).", labels: ["client"])
@@ -146,6 +166,10 @@ final class ServiceMetrics: Sendable {
         buildInfo = try r.gauge("pushworker_build_info", help: "Always 1; labels: pushworker version and the linked librdkafka version.", labels: ["version", "librdkafka"])
 
         self.registeredTypes = Set(registeredTypes)
+        var uniqueInputs: [String] = []
+        for topic in inputTopics where !uniqueInputs.contains(topic) { uniqueInputs.append(topic) }
+        self.inputTopics = uniqueInputs
+        for topic in uniqueInputs { inputPartitionsAssigned.set(0, labels: [topic]) }
         self.startsAtEarliest = startsAtEarliest
         var durations: [String: Series] = [:]
         for type in registeredTypes {
@@ -180,12 +204,15 @@ final class ServiceMetrics: Sendable {
             let dropped = PushWorkerLogger.droppedLineCount
             let seen = self.logLinesDroppedSeen.exchange(dropped, ordering: .relaxed)
             if dropped > seen { self.logLinesDropped.increment(by: Double(dropped - seen)) }
-            let (consumerAt, producerAt, assigned) = self.kafka.withLock { ($0.consumer.receivedAtNs, $0.producer.receivedAtNs, $0.assigned.count) }
+            let (consumerAt, producerAt, assignment) = self.kafka.withLock { ($0.consumer.receivedAtNs, $0.producer.receivedAtNs, $0.assigned) }
             let now = WallClock.monotonicNs()
             for (client, at) in [(Client.consumer, consumerAt), (.producer, producerAt)] where at != 0 {
                 self.statisticsAge.set(Double(now - at) / 1e9, labels: [client.rawValue])
             }
-            self.assignedPartitions.set(Double(assigned))
+            self.assignedPartitions.set(Double(assignment.count))
+            for topic in self.inputTopics {
+                self.inputPartitionsAssigned.set(Double(assignment.count(where: { $0.topic == topic })), labels: [topic])
+            }
         }
     }
 
@@ -285,6 +312,18 @@ final class ServiceMetrics: Sendable {
         case .lost: rebalances.increment(labels: ["lost"])
         }
         if let latest { updateLag(latest) }
+    }
+
+    /// Sets `pushworker_group_balance_flags` from the status page's view of the group.
+    func groupBalance(_ balance: GroupBalance) {
+        for kind in GroupBalance.Kind.allCases { groupBalanceFlags.set(balance.gauge(kind), labels: [kind.rawValue]) }
+    }
+
+    /// The partition count of each topic the consumer's latest statistics list (empty before the first).
+    var knownPartitionCounts: [String: Int] {
+        kafka.withLock { state in
+            (state.consumer.latest?.partitions ?? []).reduce(into: [String: Int]()) { $0[$1.topic, default: 0] += 1 }
+        }
     }
 
     /// The partitions assigned now, from the rebalance events.

@@ -18,6 +18,10 @@ final class StatusBoard: Sendable {
         var failures: StatusRing<FailedResultEntry>
         var load: [JobDispatcher.TypeLoad] = []
         var assignment: [String] = []
+        /// This member's lag on the input topics' partitions, from the latest reading.
+        var inputLag: Double = 0
+        /// The partition count of each subscribed topic, from the consumer's latest statistics.
+        var partitionCounts: [String: Int] = [:]
         var memberId: String?
         /// When the assignment last became empty (``WallClock/monotonicNs()``), `nil` while assigned.
         var unassignedSinceNs: Int64?
@@ -33,15 +37,24 @@ final class StatusBoard: Sendable {
     let host: String
     let pid: Int32
     let startedAtMs: Int64
+    /// The input topics (``ServiceConfiguration/inputTopics``): their lag is this member's ``MemberStatus/inputLag``,
+    /// and a member holding none of their partitions is idle (``GroupBalance``).
+    let inputTopics: [String]
+    /// Every subscribed topic (the input topics and the retry topic), checked for skew (``GroupBalance``).
+    let subscribedTopics: [String]
     /// Whether the plotting library's files were found (set once the HTTP server has loaded them).
     let plotsAvailable = Atomic<Bool>(false)
     private let state: Mutex<State>
 
-    /// Creates an empty board for a member of `groupId`; `nowNs` is the start (it waits for partitions from then).
-    init(settings: StatusPageConfiguration, groupId: String, host: String = ProcessInfo.processInfo.hostName,
-         pid: Int32 = ProcessInfo.processInfo.processIdentifier, nowNs: Int64 = WallClock.monotonicNs(), nowMs: Int64 = WallClock.nowMs()) {
+    /// Creates an empty board for a member of `groupId` that reads `inputTopics` and subscribes
+    /// `subscribedTopics` (the input topics when empty); `nowNs` is the start (it waits for partitions from then).
+    init(settings: StatusPageConfiguration, groupId: String, inputTopics: [String] = [], subscribedTopics: [String] = [],
+         host: String = ProcessInfo.processInfo.hostName, pid: Int32 = ProcessInfo.processInfo.processIdentifier,
+         nowNs: Int64 = WallClock.monotonicNs(), nowMs: Int64 = WallClock.nowMs()) {
         self.settings = settings
         self.groupId = groupId
+        self.inputTopics = inputTopics
+        self.subscribedTopics = subscribedTopics.isEmpty ? inputTopics : subscribedTopics
         self.host = host
         self.pid = pid
         self.startedAtMs = nowMs
@@ -58,12 +71,21 @@ final class StatusBoard: Sendable {
     }
 
     /// Takes a sample: the interval since the previous reading (the first reading only starts the history).
+    /// `partitionCounts` is the partition count of each topic the consumer's statistics list.
     func takeSample(_ reading: MetricsReading, load: [JobDispatcher.TypeLoad], assignment: Set<TopicPartition>, memberId: String?,
-                    nowNs: Int64 = WallClock.monotonicNs()) {
+                    partitionCounts: [String: Int] = [:], nowNs: Int64 = WallClock.monotonicNs()) {
         let names = Self.names(assignment)
+        let inputs = Set(inputTopics)
+        let inputLag = reading.lag.reduce(0.0) { sum, entry in
+            guard let (topic, _) = GroupBalance.split(entry.key), inputs.contains(topic) else { return sum }
+            return sum + entry.value
+        }
         state.withLock { state in
+            state.partitionCounts = partitionCounts
             if let previous = state.previous {
                 state.samples.append(StatusSample(from: previous, to: reading, load: load, assignedPartitions: names.count))
+                // As the total lag: the latest sample's.
+                state.inputLag = inputLag
             }
             state.previous = reading
             state.load = load
@@ -100,18 +122,24 @@ final class StatusBoard: Sendable {
         state.withLock { ownStatus(in: $0, nowMs: nowMs) }
     }
 
+    /// How the group's partitions are spread over the live members now (this one as of its latest sample):
+    /// what `pushworker_group_balance_flags` is set from after each sample.
+    func balance(nowNs: Int64 = WallClock.monotonicNs(), nowMs: Int64 = WallClock.nowMs()) -> GroupBalance {
+        let members = state.withLock { state in
+            Self.prune(&state, nowNs: nowNs, timeout: settings.memberTimeout)
+            return liveMembers(in: state, nowNs: nowNs, nowMs: nowMs)
+        }
+        return balance(of: members)
+    }
+
     /// The document of `/status.json`, with the assignment as the consumer has it now.
     func document(assignment: Set<TopicPartition>, nowNs: Int64 = WallClock.monotonicNs(), nowMs: Int64 = WallClock.nowMs()) -> StatusDocument {
         let names = Self.names(assignment)
         return state.withLock { state in
             Self.note(names, in: &state, nowNs: nowNs)
             Self.prune(&state, nowNs: nowNs, timeout: settings.memberTimeout)
-            let own = ownStatus(in: state, nowMs: nowMs)
-            var members = [StatusDocument.Member(status: own, lastSeenSecondsAgo: 0, isSelf: true)]
-            for (status, seenNs) in state.members.values {
-                members.append(StatusDocument.Member(status: status, lastSeenSecondsAgo: Double(max(0, nowNs - seenNs)) / 1e9, isSelf: false))
-            }
-            members.sort { ($0.status.host, $0.status.instanceId) < ($1.status.host, $1.status.instanceId) }
+            let members = liveMembers(in: state, nowNs: nowNs, nowMs: nowMs)
+            let own = members.first { $0.isSelf }?.status ?? ownStatus(in: state, nowMs: nowMs)
             let statuses = members.map(\.status)
             let totals = StatusDocument.Totals(
                 members: members.count,
@@ -136,9 +164,23 @@ final class StatusBoard: Sendable {
                     groupId: groupId, statusTopic: settings.topic,
                     publishIntervalSeconds: Double(settings.publishInterval.wholeMilliseconds) / 1000,
                     memberTimeoutSeconds: Double(settings.memberTimeout.wholeMilliseconds) / 1000,
-                    members: members, totals: totals, statusTopicProblem: [state.publishProblem, state.readProblem].compactMap { $0 }.joined(separator: "; ").nilIfEmpty),
+                    members: members, totals: totals, balance: balance(of: members), statusTopicProblem: [state.publishProblem, state.readProblem].compactMap { $0 }.joined(separator: "; ").nilIfEmpty),
                 plots: StatusDocument.Plots(library: "dygraphs", available: plotsAvailable.load(ordering: .relaxed), path: settings.dygraphsPath))
         }
+    }
+
+    /// The live members, this one first made from `state`, sorted by host and instance id.
+    private func liveMembers(in state: State, nowNs: Int64, nowMs: Int64) -> [StatusDocument.Member] {
+        var members = [StatusDocument.Member(status: ownStatus(in: state, nowMs: nowMs), lastSeenSecondsAgo: 0, isSelf: true)]
+        for (status, seenNs) in state.members.values {
+            members.append(StatusDocument.Member(status: status, lastSeenSecondsAgo: Double(max(0, nowNs - seenNs)) / 1e9, isSelf: false))
+        }
+        members.sort { ($0.status.host, $0.status.instanceId) < ($1.status.host, $1.status.instanceId) }
+        return members
+    }
+
+    private func balance(of members: [StatusDocument.Member]) -> GroupBalance {
+        GroupBalance(members: members.map { GroupBalance.Member($0.status) }, inputTopics: inputTopics, topics: subscribedTopics)
     }
 
     private func ownStatus(in state: State, nowMs: Int64) -> MemberStatus {
@@ -151,7 +193,8 @@ final class StatusBoard: Sendable {
             resultsPerSecond: results.values.reduce(0, +),
             failedPerSecond: results.filter { $0.key.hasSuffix("/failed") }.values.reduce(0, +),
             jobsRunning: state.load.reduce(0) { $0 + $1.running }, jobsWaiting: state.load.reduce(0) { $0 + $1.waiting },
-            resultsWaiting: latest?.resultsWaiting ?? 0, lag: latest?.lag.values.reduce(0, +) ?? 0)
+            resultsWaiting: latest?.resultsWaiting ?? 0, lag: latest?.lag.values.reduce(0, +) ?? 0,
+            inputLag: state.inputLag, partitionCounts: state.partitionCounts)
     }
 
     private static func names(_ assignment: Set<TopicPartition>) -> [String] {

@@ -50,6 +50,8 @@ struct StatusDocument: Sendable, Equatable, Codable {
         var members: [Member]
         /// The sums over ``members``.
         var totals: Totals
+        /// How the partitions are spread over ``members``, and the flags raised (``GroupBalance``).
+        var balance: GroupBalance
         /// Why the status topic cannot be read or written now (e.g. it does not exist and the brokers do
         /// not create topics), `nil` when it works.
         var statusTopicProblem: String?

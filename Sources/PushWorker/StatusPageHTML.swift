@@ -3,7 +3,8 @@
 /// history with dygraphs (`/static/dygraph.min.js`, Debian `libjs-dygraphs`); when that library is
 /// missing it shows each history as a table of its latest rows, with a note. Every value is inserted as
 /// text (`textContent`), never as markup. After drawing, each plot's element carries `data-points` (the
-/// rows plotted) and `data-series` (the series), which the browser test reads.
+/// rows plotted) and `data-series` (the series), which the browser test reads. Under the group table, each
+/// raised group balance flag (``GroupBalance``) is a banner with its sentence (`data-flag`: its kind).
 enum StatusPageHTML {
     /// The page.
     static let page = #"""
@@ -46,6 +47,7 @@ at <code id="plotpath"></code>, so each history is shown as a table of its lates
 <table id="members"><thead><tr><th>host</th><th>instance</th><th>member id</th><th>partitions</th><th>records/s</th>
 <th>results/s</th><th>failed/s</th><th>running</th><th>waiting</th><th>results waiting</th><th>lag</th><th>last seen</th></tr></thead>
 <tbody></tbody></table>
+<div id="balance"></div>
 
 <h2>This member: history</h2>
 <div class="grid">
@@ -148,6 +150,22 @@ function draw(id, samples, columns) {
 function sum(object) {
   return Object.keys(object || {}).reduce(function (a, k) { return a + object[k]; }, 0);
 }
+// One banner per group balance flag (idle member, surplus members, skew), then the partition counts.
+function renderBalance(balance) {
+  var box = document.getElementById("balance");
+  box.replaceChildren();
+  if (!balance) return;
+  var flags = balance.flags || [];
+  flags.forEach(function (f) {
+    var line = el("div", f.message, "banner");
+    line.setAttribute("data-flag", f.kind);
+    box.appendChild(line);
+  });
+  var counts = Object.keys(balance.partitions || {}).sort().map(function (t) { return t + " " + balance.partitions[t]; });
+  box.appendChild(el("div", "partitions per topic: " + (counts.length ? counts.join(", ") : "unknown yet") + " · input lag " +
+    num(balance.inputLag, 0) + (flags.length ? "" : " · balanced: no flag raised"), "sub"));
+  box.setAttribute("data-flags", String(flags.length));
+}
 function render(doc) {
   hasPlots = doc.plots.available && typeof Dygraph !== "undefined";
   var me = doc.member;
@@ -176,6 +194,7 @@ function render(doc) {
   members.push(["total: " + t.members + " members", "", "", t.assignedPartitions, t.recordsPerSecond, t.resultsPerSecond,
     t.failedPerSecond, t.jobsRunning, t.jobsWaiting, t.resultsWaiting, t.lag, ""]);
   fillTable("members", members);
+  renderBalance(doc.group.balance);
 
   var samples = doc.samples;
   draw("plot-records", samples, [{ label: "records/s", value: function (s) { return s.recordsPerSecond; } },

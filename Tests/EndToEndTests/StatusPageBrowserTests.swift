@@ -26,7 +26,8 @@ enum BrowserTool {
 }
 
 /// The status page of the built `pushworker dev`, with records flowing and one invalid record, loaded in
-/// headless Chromium: the rendered DOM must hold plots with data points and the failed record in the table.
+/// headless Chromium: the rendered DOM must hold plots with data points, the failed record in the table and
+/// the group balance line.
 @Suite(.timeLimit(.minutes(2)))
 struct StatusPageBrowserTests {
     @Test(.enabled(if: BrowserTool.runs, "chromium is not installed (apt-get install chromium); set PUSHWORKER_REQUIRE_TOOLS=1 to fail instead"))
@@ -109,6 +110,9 @@ struct StatusPageBrowserTests {
         #expect(table.contains(failedId), "the failed record is listed: \(table)")
         #expect(table.contains("invalidPayload"))
         #expect(!dom.contains(marker), "no payload on the page")
+        // One member holding every partition: the group balance line under the group table, no flag.
+        #expect(dom.contains(#"<div id="balance" data-flags="0">"#), "the group balance is drawn: \(dom.prefix(3000))")
+        #expect(dom.contains("balanced: no flag raised"))
     }
 
     @Test(.enabled(if: BrowserTool.runs, "chromium is not installed (apt-get install chromium); set PUSHWORKER_REQUIRE_TOOLS=1 to fail instead"))

@@ -100,6 +100,83 @@ struct StatusPageUnitTests {
         #expect(document.member.assignment == ["pushes[0]"])
     }
 
+    @Test func theGroupSectionFlagsAnIdleMemberAndTheDocumentCarriesTheFlags() throws {
+        var settings = StatusPageConfiguration()
+        settings.publishInterval = .seconds(1)
+        let board = StatusBoard(settings: settings, groupId: "g", inputTopics: ["pushes"], subscribedTopics: ["pushes", "retries"],
+                                host: "self", nowNs: 0, nowMs: 0)
+        let second: Int64 = 1_000_000_000
+        // Another member holds both input partitions and has 1 234 records of input lag; this one holds the
+        // retry topic's partitions only.
+        var other = Self.member("a", sentAtMs: 10_000)
+        other.assignment = ["pushes[0]", "pushes[1]"]
+        other.inputLag = 1234
+        other.partitionCounts = ["pushes": 2]
+        board.received(other, nowNs: 10 * second, nowMs: 10_000)
+        let mine: Set = [TopicPartition(topic: "retries", partition: 0), TopicPartition(topic: "retries", partition: 1)]
+        let document = board.document(assignment: mine, nowNs: 11 * second, nowMs: 11_000)
+        let balance = document.group.balance
+        #expect(balance.partitions == ["pushes": 2, "retries": 2])
+        #expect(balance.inputLag == 1234)
+        let idle = try #require(balance.flags.first { $0.kind == .idleMember })
+        #expect(idle.members == [board.instanceId])
+        #expect(idle.message == "member \(board.instanceId) holds no input partition while the group has 1 234 records of input lag")
+        #expect(balance.flags.map(\.kind) == [.idleMember, .skew, .skew], "2 and 0 of each topic")
+        // In /status.json, under group.balance.
+        let json = String(decoding: try JSONEncoder().encode(document), as: UTF8.self)
+        #expect(json.contains(#""kind":"idleMember""#))
+        #expect(json.contains("holds no input partition"))
+        #expect(try JSONDecoder().decode(StatusDocument.self, from: Data(json.utf8)).group.balance == balance)
+        // The page draws each flag as a banner under the group table.
+        #expect(StatusPageHTML.page.contains(#"<div id="balance"></div>"#))
+        #expect(StatusPageHTML.page.contains("renderBalance(doc.group.balance)"))
+        // The metric: one idle member, two skewed topics, no surplus.
+        let metrics = try ServiceMetrics(registeredTypes: [], inputTopics: ["pushes"])
+        metrics.groupBalance(board.balance(nowNs: 11 * second, nowMs: 11_000))
+        #expect(metrics.groupBalanceFlags.value(labels: ["idleMember"]) == 1)
+        #expect(metrics.groupBalanceFlags.value(labels: ["surplusMembers"]) == 0)
+        #expect(metrics.groupBalanceFlags.value(labels: ["skew"]) == 2)
+        // The other member takes one partition of each topic over: balanced, every flag back to 0.
+        other.sentAtMs = 11_500
+        other.assignment = ["pushes[0]", "retries[0]"]
+        board.received(other, nowNs: 11 * second + second / 2, nowMs: 11_500)
+        let balanced = board.document(assignment: [TopicPartition(topic: "pushes", partition: 1), TopicPartition(topic: "retries", partition: 1)],
+                                      nowNs: 12 * second, nowMs: 12_000).group.balance
+        #expect(balanced.flags.isEmpty, "\(balanced.flags)")
+        metrics.groupBalance(board.balance(nowNs: 12 * second, nowMs: 12_000))
+        for kind in GroupBalance.Kind.allCases { #expect(metrics.groupBalanceFlags.value(labels: [kind.rawValue]) == 0) }
+    }
+
+    @Test func theOwnSnapshotCarriesInputLagAndPartitionCounts() throws {
+        let board = StatusBoard(settings: StatusPageConfiguration(), groupId: "g", inputTopics: ["pushes"], subscribedTopics: ["pushes", "retries"])
+        let metrics = try ServiceMetrics(registeredTypes: [])
+        metrics.consumerLag.set(7, labels: ["pushes", "3"])
+        metrics.consumerLag.set(5, labels: ["pushes", "1"])
+        metrics.consumerLag.set(100, labels: ["retries", "3"])
+        for atMs in [Int64(1_000), 3_000] {
+            board.takeSample(MetricsReading(metrics.registry.snapshot(), atMs: atMs), load: [], assignment: [], memberId: nil,
+                             partitionCounts: ["pushes": 4, "retries": 4])
+        }
+        let own = board.ownStatus()
+        #expect(own.lag == 112)
+        #expect(own.inputLag == 12, "the retry topic's lag is not input lag")
+        #expect(own.partitionCounts == ["pushes": 4, "retries": 4])
+    }
+
+    @Test func inputPartitionsAreCountedPerInputTopic() throws {
+        let metrics = try ServiceMetrics(registeredTypes: [], inputTopics: ["pushes", "more", "pushes"])
+        _ = metrics.registry.snapshot()
+        #expect(metrics.inputPartitionsAssigned.value(labels: ["pushes"]) == 0, "present from the start")
+        metrics.rebalanced(.assigned([TopicPartition(topic: "pushes", partition: 0), TopicPartition(topic: "pushes", partition: 2),
+                                      TopicPartition(topic: "retries", partition: 0)]))
+        _ = metrics.registry.snapshot()
+        #expect(metrics.inputPartitionsAssigned.value(labels: ["pushes"]) == 2)
+        #expect(metrics.inputPartitionsAssigned.value(labels: ["more"]) == 0)
+        #expect(metrics.inputPartitionsAssigned.value(labels: ["retries"]) == nil, "the retry topic is not an input topic")
+        #expect(metrics.assignedPartitions.value() == 3)
+        #expect(metrics.groupBalanceFlags.snapshot().samples.isEmpty, "no series until the status page sets them")
+    }
+
     @Test func failuresAreNewestFirstBoundedAndCarryNoPayload() throws {
         var settings = StatusPageConfiguration()
         settings.failures = 2
