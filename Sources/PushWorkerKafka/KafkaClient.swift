@@ -1,12 +1,16 @@
 import CRdKafka
+import Synchronization
 
 /// Owns one `rd_kafka_t` (producer or consumer) and destroys it in `deinit`.
 ///
-/// `@unchecked Sendable`: the only stored state is the `rd_kafka_t` pointer, set once in `init` and freed
-/// once in `deinit`, and librdkafka's API is thread-safe for every call made through it.
+/// `@unchecked Sendable`: the stored state is the `rd_kafka_t` pointer, set once in `init` and freed
+/// once in `deinit` (unless ``leakAtRelease()`` asked otherwise, an atomic flag), and librdkafka's API is
+/// thread-safe for every call made through it.
 final class KafkaClient: @unchecked Sendable {
     let handle: OpaquePointer
     let callbacks: KafkaCallbacks
+    /// Set by ``leakAtRelease()``: `deinit` leaves the handle to the process's exit.
+    private let leaked = Atomic<Bool>(false)
 
     enum Kind { case producer, consumer }
 
@@ -79,7 +83,16 @@ final class KafkaClient: @unchecked Sendable {
     }
 
     deinit {
-        rd_kafka_destroy(handle)
+        if !leaked.load(ordering: .acquiring) { rd_kafka_destroy(handle) }
+    }
+
+    /// Leaves the `rd_kafka_t` undestroyed when this object goes, with its callbacks (which librdkafka's
+    /// threads still call): for a consumer that librdkafka would abort the process on destroying
+    /// (``KafkaConsumer``'s workaround of librdkafka issue #4312). Its threads and memory stay until the
+    /// process exits.
+    func leakAtRelease() {
+        guard !leaked.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        _ = Unmanaged.passRetained(callbacks)
     }
 
     /// The client's name, e.g. `rdkafka#producer-1`.

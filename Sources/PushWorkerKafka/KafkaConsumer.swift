@@ -331,6 +331,14 @@ public final class KafkaConsumer: Sendable {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         disableWakeups()
         awaitFirstAssignmentIfJoined()
+        if Self.destroyWouldAbort(version: rd_kafka_version()), !firstAssignment.arrived.load(ordering: .acquiring), memberId != nil {
+            // Still no first assignment after the wait: destroying it would abort the process (#4312).
+            client.leakAtRelease()
+            client.callbacks.log?(KafkaLogMessage(
+                severity: 4, facility: "CLOSE",
+                message: "closing a consumer that the group never gave its first assignment: its handle is left to the process's exit (librdkafka before 2.3.0 aborts on destroying it, issue #4312)",
+                client: client.name))
+        }
         let err = rd_kafka_consumer_close(client.handle)
         if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "close", err) }
     }
@@ -385,8 +393,11 @@ public final class KafkaConsumer: Sendable {
     /// assignment arrives, at most ``firstAssignmentWaitMs``. Records that arrive meanwhile are dropped
     /// unprocessed, their offsets never stored: they are read again by whoever owns their partition next.
     /// A member that has no member id has not had a JoinGroup answered, so nothing is waited for.
+    /// Whether librdkafka `version` (`rd_kafka_version()`) has issue #4312 (fixed in 2.3.0).
+    static func destroyWouldAbort(version: Int32) -> Bool { version < 0x0203_0000 }
+
     private func awaitFirstAssignmentIfJoined() {
-        guard rd_kafka_version() < 0x0203_0000, !firstAssignment.arrived.load(ordering: .acquiring), memberId != nil else { return }
+        guard Self.destroyWouldAbort(version: rd_kafka_version()), !firstAssignment.arrived.load(ordering: .acquiring), memberId != nil else { return }
         let deadline = ContinuousClock.now.advanced(by: .milliseconds(Self.firstAssignmentWaitMs))
         while !firstAssignment.arrived.load(ordering: .acquiring) && ContinuousClock.now < deadline {
             if let message = rd_kafka_consumer_poll(client.handle, 100) { rd_kafka_message_destroy(message) }

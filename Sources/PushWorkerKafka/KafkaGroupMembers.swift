@@ -76,7 +76,11 @@ public final class KafkaGroupMembers: Sendable {
                     if let merged = reports.merged(with: own, at: position) { onStatistics(merged) }
                 }
             }
-            members.append(try KafkaConsumer(configuration: configuration, logHandler: logHandler, onRebalance: onRebalance, onStatistics: statistics))
+            var properties = configuration
+            if let instance = configuration["group.instance.id"] {
+                properties["group.instance.id"] = Self.instanceId(instance, topic: topic, position: position)
+            }
+            members.append(try KafkaConsumer(configuration: properties, logHandler: logHandler, onRebalance: onRebalance, onStatistics: statistics))
         }
         self.members = members
         if members.count > 1 {
@@ -86,6 +90,16 @@ public final class KafkaGroupMembers: Sendable {
         } else {
             self.wake = nil
         }
+    }
+
+    /// The `group.instance.id` (static membership, KIP-345) of the member at `position`, which reads
+    /// `topic`: the configured id for the first member, `<id>.<topic>` for the others, so that no two
+    /// members of one process share an id (the coordinator would fence one of them: `FENCED_INSTANCE_ID`)
+    /// and each keeps its id across restarts. Where that would pass Kafka's 249 characters, `<id>.<position>`.
+    public static func instanceId(_ configured: String, topic: String, position: Int) -> String {
+        guard position > 0 else { return configured }
+        let byTopic = "\(configured).\(topic)"
+        return byTopic.utf8.count <= 249 ? byTopic : "\(configured).\(position)"
     }
 
     deinit {

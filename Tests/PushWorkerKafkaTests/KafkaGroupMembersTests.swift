@@ -83,3 +83,13 @@ struct KafkaGroupMembersTests {
         try await KafkaClientTests.shutdown(cluster)
     }
 }
+
+/// Static membership with a member per topic: every member of a process gets its own `group.instance.id`.
+@Suite struct GroupInstanceIdTests {
+    @Test func eachMemberHasItsOwnStableId() {
+        #expect(KafkaGroupMembers.instanceId("pushworker-0", topic: "pushes", position: 0) == "pushworker-0")
+        #expect(KafkaGroupMembers.instanceId("pushworker-0", topic: "push-retries", position: 1) == "pushworker-0.push-retries")
+        let long = String(repeating: "p", count: 240)
+        #expect(KafkaGroupMembers.instanceId(long, topic: "push-retries", position: 2) == long + ".2")
+    }
+}
