@@ -488,13 +488,7 @@ public final class PushWorkerService: Sendable {
                 // reached the coordinator after a newer one and set a partition back, and a commit of the
                 // stored offsets would skip that partition as committed already (seen under
                 // ThreadSanitizer with OffsetCommit errors injected: FaultLedgerTests.offsetCommitErrors).
-                if transactions == nil {
-                    do {
-                        if offsets.isEmpty { try consumer.commit() } else { try consumer.commit(offsets) }
-                    } catch {
-                        storeLogger.warning("final commit failed", metadata: ["error": "\(error)"])
-                    }
-                }
+                if transactions == nil { Self.finalCommit(offsets, consumer: consumer, logger: storeLogger, stopNow: { self.stopNowRequested.load(ordering: .acquiring) }) }
                 try consumer.close()
             }
         } catch {
