@@ -20,8 +20,8 @@ import Synchronization
 ///   failure, try again later") = `failed` / `workerError` retryable, anything else = `failed` /
 ///   `workerError`, with the status as detail, followed by `; stderr: ` and the program's last stderr lines
 ///   (at most 3 lines / 512 bytes, UTF-8, newline-separated) when it wrote any, e.g. `exit status 1; stderr:
-///   ValueError: bad contentId`. stderr is awaited up to 250 ms after the exit (a program it started may
-///   hold it open).
+///   ValueError: bad contentId`. stderr is awaited after the exit until it ends, up to 250 ms after the
+///   last line read and 2 s in all (a program it started may hold it open).
 /// - Refusal: an environment variable is a C string, so a value holding a NUL byte cannot travel whole.
 ///   When `PUSHWORKER_MESSAGE_ID` (the `apns-id`), `PUSHWORKER_TYPE` (the payload's `type`, e.g.
 ///   `"ok\u0000evil"` routed to a default exec worker) or `TRACEPARENT` (the `traceparent` header; also
@@ -202,7 +202,7 @@ public struct ExecWorker: Worker {
         }
         var outcome = Self.outcome(status: status, signaled: signaled, stdout: output)
         guard outcome.result == .failed else { return outcome }
-        await tail.waitForEnd(atMost: Self.stderrWait)
+        await tail.waitForEnd(idle: Self.stderrWait, atMost: Self.stderrWaitLimit)
         // A crash (no result word on stdout): the status, then the last stderr lines (a traceback's end).
         if let detail = outcome.detail, detail.hasPrefix("exit status") || detail.hasPrefix("killed by signal"), let stderr = tail.detail {
             outcome.detail = "\(detail); stderr: \(stderr)"
@@ -214,6 +214,8 @@ public struct ExecWorker: Worker {
     /// How long a finished program's stderr may stay open (held by a program it started) before its result
     /// is reported with the stderr lines read so far.
     static let stderrWait: Duration = .milliseconds(250)
+    /// The longest a failed program's result waits for its stderr while lines are still being read: 2 s.
+    static let stderrWaitLimit: Duration = .seconds(2)
 
     /// Logs the kept stderr lines of a failed program again, at `warning` (they were logged at `info` as they
     /// came), so that a service logging at `warning` shows why it failed.
