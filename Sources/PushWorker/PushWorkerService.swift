@@ -389,8 +389,8 @@ public final class PushWorkerService: Sendable {
             // Once: every member (one per topic) has had its first assignment, so the process is in the
             // group's current generation (tests and operators wait for this line).
             if case .assigned = event, let consumer, consumer.everyMemberAssigned, joined.first() {
-                logger.info("joined the consumer group: every member has its first assignment", metadata: [
-                    "members": String(consumer.members.count), "partitions": String(consumer.assignment().count),
+                logger.info("joined the consumer group: this process's group member of each subscribed topic has its first assignment", metadata: [
+                    "topics": consumer.topics.joined(separator: ","), "partitions": String(consumer.assignment().count),
                 ])
             }
         }
