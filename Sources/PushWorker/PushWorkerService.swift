@@ -290,7 +290,7 @@ public final class PushWorkerService: Sendable {
         let rebalance = RebalanceRelay()
         // One group member per subscribed topic (KafkaGroupMembers: each topic's partitions are balanced
         // over the replicas on their own).
-        let consumer = try KafkaGroupMembers(configuration: consumerProperties, topics: configuration.subscribedTopics, logHandler: kafkaLog, onRebalance: { event in
+        let consumer = try KafkaGroupMembers(configuration: consumerProperties, topics: configuration.subscribedTopics, memberPerTopic: configuration.memberPerTopic, logHandler: kafkaLog, onRebalance: { event in
             rebalance.handler?(event)
         }, onStatistics: { statistics in
             metrics.statistics(statistics, client: .consumer)

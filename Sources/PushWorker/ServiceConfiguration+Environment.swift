@@ -19,6 +19,7 @@ extension ServiceConfiguration {
         ("PUSHWORKER_EXACTLY_ONCE", "exactlyOnce.enabled (true or false)"),
         ("PUSHWORKER_TRANSACTIONAL_ID", "exactlyOnce.transactionalId (this member's transactional.id, stable across its restarts)"),
         ("PUSHWORKER_GROUP_INSTANCE_ID", "consumer.\"group.instance.id\" (static membership, e.g. the pod name)"),
+        ("PUSHWORKER_MEMBER_PER_TOPIC", "a consumer-group member per subscribed topic (true or false)"),
         ("PUSHWORKER_KAFKA_<NAME>", "kafka.\"<name>\" (and consumer/producer where the file sets it): any librdkafka property, upper-case with '_' for '.' (e.g. PUSHWORKER_KAFKA_SASL_PASSWORD)"),
     ]
 
@@ -83,6 +84,13 @@ extension ServiceConfiguration {
         }
         if let value = environment["PUSHWORKER_TRANSACTIONAL_ID"], !value.isEmpty { exactlyOnce.transactionalId = value }
         if let value = environment["PUSHWORKER_GROUP_INSTANCE_ID"], !value.isEmpty { consumer["group.instance.id"] = value }
+        if let value = environment["PUSHWORKER_MEMBER_PER_TOPIC"], !value.isEmpty {
+            switch value.lowercased() {
+            case "true", "1", "yes": memberPerTopic = true
+            case "false", "0", "no": memberPerTopic = false
+            default: throw ConfigurationError(.invalidValue, key: "PUSHWORKER_MEMBER_PER_TOPIC", "must be true or false, got '\(value)'")
+            }
+        }
         for (name, value) in environment.sorted(by: { $0.key < $1.key }) {
             guard let property = Self.kafkaProperty(forEnvironmentVariable: name), !value.isEmpty else { continue }
             do {

@@ -25,8 +25,10 @@ import Synchronization
 public final class KafkaGroupMembers: Sendable {
     /// The members, in the order of the topics given to ``init(configuration:topics:logHandler:onRebalance:onStatistics:)``.
     public let members: [KafkaConsumer]
-    /// The topic of each member, by the member's index.
+    /// The subscribed topics.
     public let topics: [String]
+    /// The topics each member subscribes, by the member's index.
+    private let subscriptions: [[String]]
     private let index: [String: Int]
     /// The `eventfd` the members' queues signal; `nil` with one member.
     private let wake: WakeDescriptor?
@@ -47,6 +49,8 @@ public final class KafkaGroupMembers: Sendable {
     /// - Parameters:
     ///   - configuration: librdkafka properties for every member, with `bootstrap.servers` and `group.id`.
     ///   - topics: the topics, one member each; duplicates are read once.
+    ///   - memberPerTopic: whether each topic gets a member of its own (default); `false` makes one member
+    ///     that subscribes every topic.
     ///   - logHandler: receives every member's logs and errors.
     ///   - onRebalance: told of every member's assignments, revocations and lost partitions, on the thread
     ///     that calls ``poll(timeoutMs:)`` or ``close()``.
@@ -54,7 +58,7 @@ public final class KafkaGroupMembers: Sendable {
     ///     arrives (the others' as last reported).
     /// - Throws: ``KafkaError`` if a property is invalid, a client cannot be created or `topics` is empty.
     public init(
-        configuration: KafkaConfiguration, topics: [String], logHandler: KafkaLogHandler? = nil,
+        configuration: KafkaConfiguration, topics: [String], memberPerTopic: Bool = true, logHandler: KafkaLogHandler? = nil,
         onRebalance: @escaping @Sendable (KafkaRebalanceEvent) -> Void = { _ in },
         onStatistics: KafkaStatisticsHandler? = nil
     ) throws {
@@ -62,17 +66,19 @@ public final class KafkaGroupMembers: Sendable {
         for topic in topics where !unique.contains(topic) { unique.append(topic) }
         guard !unique.isEmpty else { throw KafkaError(.invalidConfiguration, "a consumer group member needs at least one topic") }
         self.topics = unique
-        self.index = Dictionary(uniqueKeysWithValues: unique.enumerated().map { ($1, $0) })
+        // One member for every topic when not a member per topic: all topics route to it.
+        self.index = Dictionary(uniqueKeysWithValues: unique.enumerated().map { ($1, memberPerTopic ? $0 : 0) })
+        self.subscriptions = memberPerTopic ? unique.map { [$0] } : [unique]
         let reports = LatestReports(count: unique.count)
         self.reports = reports
         var members: [KafkaConsumer] = []
-        for (position, topic) in unique.enumerated() {
+        for (position, topic) in (memberPerTopic ? unique : [unique[0]]).enumerated() {
             var statistics: KafkaStatisticsHandler?
             if let onStatistics {
                 statistics = { @Sendable (report: KafkaStatistics) -> Void in
                     // Each member reports every topic it knows; keep the partitions of its own.
                     var own = report
-                    own.partitions.removeAll { $0.topic != topic }
+                    if memberPerTopic { own.partitions.removeAll { $0.topic != topic } }
                     if let merged = reports.merged(with: own, at: position) { onStatistics(merged) }
                 }
             }
@@ -116,14 +122,17 @@ public final class KafkaGroupMembers: Sendable {
     /// Blocking: call on a dedicated thread.
     public func connect(timeoutMs: Int32) {
         guard members.count > 1 else { return }
-        for (member, topic) in zip(members, topics) { _ = try? member.partitionCount(topic: topic, timeoutMs: timeoutMs) }
+        // Every member learns every topic: the member the coordinator elects leader assigns all of them.
+        for member in members {
+            for topic in topics { _ = try? member.partitionCount(topic: topic, timeoutMs: timeoutMs) }
+        }
     }
 
     /// Subscribes each member to its topic (`rd_kafka_subscribe`); partitions arrive through the rebalance
     /// handler.
     /// - Throws: ``KafkaError/Code/consumer`` if librdkafka refuses a subscription.
     public func subscribe() throws {
-        for (member, topic) in zip(members, topics) { try member.subscribe([topic]) }
+        for (member, subscription) in zip(members, subscriptions) { try member.subscribe(subscription) }
     }
 
     /// Waits up to `timeoutMs` for the next record of any member, serving every member's rebalances and

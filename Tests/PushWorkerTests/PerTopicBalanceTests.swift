@@ -34,6 +34,7 @@ struct PerTopicBalanceTests {
         registry.register(type: "ok", worker: ClosureWorker { _ in .newData })
         let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 4) {
             $0.inputTopics.append($0.inputTopics[0].replacingOccurrences(of: "pushes-", with: "jobs-"))
+            $0.memberPerTopic = true
         }
         let topics = harness.configuration.inputTopics + [harness.configuration.retries.topic]
         #expect(topics.count == 3)

@@ -40,6 +40,7 @@ struct StatusPageGroupTests {
 
     @Test func bothMembersShowOnEitherPageAndAStoppedOneDropsOff() async throws {
         let harness = try await PushWorkerTestHarness.start(registry: Self.registry(), partitions: 2) {
+            $0.memberPerTopic = true
             $0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
             $0.statusPage.enabled = true
             $0.statusPage.publishInterval = Self.publishInterval
@@ -118,6 +119,7 @@ struct StatusPageGroupTests {
             return .newData
         })
         let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 1) {
+            $0.memberPerTopic = true
             $0.httpServer = HTTPServerConfiguration(enabled: true, host: "127.0.0.1", port: 0)
             $0.kafka["statistics.interval.ms"] = "300"
             $0.statusPage.enabled = true
