@@ -303,7 +303,9 @@ struct KafkaBrokerProbeTests {
             return error.code == .noBroker && error.message.contains("Connection refused")
                 && error.rdKafkaErrorName == "_ALL_BROKERS_DOWN"
         }
-        #expect(start.duration(to: .now) < .seconds(9), "ALL_BROKERS_DOWN ends the probe, not its 10 s limit")
+        // Below the probe's 10 s limit (the error checked above already names ALL_BROKERS_DOWN): a loaded
+        // machine's first seconds of the parallel run took it to 9.003 s.
+        #expect(start.duration(to: .now) < .seconds(10), "ALL_BROKERS_DOWN ends the probe, not its 10 s limit")
     }
 
     @Test func aRunningClusterAnswers() async throws {

@@ -131,7 +131,13 @@ import Testing
             return .newData
         }, name: "step")
         registry.register(type: "free", worker: ClosureWorker { _ in .newData }, name: "free")
-        let harness = try await PushWorkerTestHarness.start(registry: registry) { Self.fast(&$0) }
+        // Backoffs of 1 s and 2 s: the retries outlast the producing of the 58 inputs (each awaited), so
+        // that the free keys' results coming first shows they were not held back, whenever the group's
+        // assignment comes (with 150 ms backoffs, consumption starting early made the last retry finish
+        // before the last free input was even produced).
+        let harness = try await PushWorkerTestHarness.start(registry: registry) {
+            $0.retries.policy = RetryPolicy(maxAttempts: 3, initialDelay: .seconds(1), multiplier: 2, maxDelay: .seconds(2), jitter: 0)
+        }
         var ledger = ResultLedger()
         for step in 0..<4 {
             for key in 0..<12 {
