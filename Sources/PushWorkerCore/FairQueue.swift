@@ -8,7 +8,6 @@
 /// all when it is the lane of the previous append).
 struct FairQueue<Lane: Hashable, Element> {
     private var queues: [FIFOQueue<Element>] = []
-    private var lanes: [Lane] = []
     private var index: [Lane: Int] = [:]
     /// The lanes holding elements, each once, in turn order.
     private var turns = FIFOQueue<Int>()
@@ -64,7 +63,6 @@ struct FairQueue<Lane: Hashable, Element> {
         } else {
             position = queues.count
             queues.append(FIFOQueue())
-            lanes.append(lane)
             index[lane] = position
         }
         lastLane = (lane, position)

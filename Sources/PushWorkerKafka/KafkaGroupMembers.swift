@@ -69,7 +69,7 @@ public final class KafkaGroupMembers: Sendable {
         // One member for every topic when not a member per topic: all topics route to it.
         self.index = Dictionary(uniqueKeysWithValues: unique.enumerated().map { ($1, memberPerTopic ? $0 : 0) })
         self.subscriptions = memberPerTopic ? unique.map { [$0] } : [unique]
-        let reports = LatestReports(count: unique.count)
+        let reports = LatestReports(count: memberPerTopic ? unique.count : 1)
         self.reports = reports
         var members: [KafkaConsumer] = []
         for (position, topic) in (memberPerTopic ? unique : [unique[0]]).enumerated() {
@@ -113,8 +113,9 @@ public final class KafkaGroupMembers: Sendable {
         for member in members { member.disableWakeups() }
     }
 
-    /// Connects every member to the cluster before it subscribes: asks each for its topic's metadata
-    /// (`rd_kafka_metadata`), at most `timeoutMs` each, ignoring failures (the subscription retries). The
+    /// Connects every member to the cluster before it subscribes: asks each for every subscribed topic's
+    /// metadata (`rd_kafka_metadata`), at most `timeoutMs` each, ignoring failures (the subscription
+    /// retries), so that whichever member the coordinator elects leader knows all the topics it assigns. The
     /// members' JoinGroup requests then leave within milliseconds of each other and land in the group's
     /// first generation together. A member that joins a generation later costs the group one more
     /// rebalance, during which commits are refused (`REBALANCE_IN_PROGRESS`): quick on a real broker, but
@@ -122,7 +123,6 @@ public final class KafkaGroupMembers: Sendable {
     /// Blocking: call on a dedicated thread.
     public func connect(timeoutMs: Int32) {
         guard members.count > 1 else { return }
-        // Every member learns every topic: the member the coordinator elects leader assigns all of them.
         for member in members {
             for topic in topics { _ = try? member.partitionCount(topic: topic, timeoutMs: timeoutMs) }
         }
@@ -173,14 +173,10 @@ public final class KafkaGroupMembers: Sendable {
         if let wake { wake.signal() } else { members[0].wakeUp() }
     }
 
-    /// The member that reads `topic`, if any.
-    public func member(of topic: String) -> KafkaConsumer? {
-        index[topic].map { members[$0] }
-    }
-
-    /// `items` split by the member of each one's topic; items of a topic no member reads are left out.
+    /// `items` split by the member of each one's topic. With one member every item goes to it (librdkafka
+    /// refuses what it does not hold); with several, items of a topic no member reads are left out.
     public func byMember<Item>(_ items: [Item], topic: (Item) -> String) -> [(KafkaConsumer, [Item])] {
-        if members.count == 1 { return items.isEmpty ? [] : [(members[0], items.filter { index[topic($0)] != nil })] }
+        if members.count == 1 { return items.isEmpty ? [] : [(members[0], items)] }
         var groups: [Int: [Item]] = [:]
         for item in items {
             guard let position = index[topic(item)] else { continue }
