@@ -20,10 +20,11 @@ public final class KafkaConsumer: Sendable {
     /// ``disableWakeups()``.
     private let wakeups = Mutex<ConsumerQueue?>(nil)
 
-    /// Whether the consumer group has given this member its first assignment; shared with the rebalance
-    /// callback, which is created before the consumer.
+    /// Whether the consumer group has given this member its first assignment, and how many rebalance
+    /// callbacks it has served; shared with the rebalance callback, which is created before the consumer.
     private final class FirstAssignment: Sendable {
         let arrived = Atomic<Bool>(false)
+        let served = Atomic<Int>(0)
     }
 
     /// Creates a consumer. Offsets are stored only by ``storeOffsets(_:)`` when the configuration sets
@@ -63,6 +64,9 @@ public final class KafkaConsumer: Sendable {
                 rd_kafka_error_destroy(error)
                 logHandler?(KafkaLogMessage(severity: 3, facility: "REBALANCE", message: "\(context) failed: \(text)", client: String(cString: rd_kafka_name(rk))))  // NUL-safe: librdkafka's own text (names, errors, versions)
             }
+            // Counted after the assignment is applied (the defer), so that a reader who sees the count has
+            // changed also sees the new assignment.
+            defer { firstAssignment.served.add(1, ordering: .releasing) }
             switch err {
             case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
                 firstAssignment.arrived.store(true, ordering: .releasing)
@@ -406,6 +410,11 @@ public final class KafkaConsumer: Sendable {
 
     /// Whether the group has given this member its first assignment (an empty one included).
     public var hasFirstAssignment: Bool { firstAssignment.arrived.load(ordering: .acquiring) }
+
+    /// How many rebalance callbacks this member has served: assignments (empty ones included: with
+    /// `cooperative-sticky` every completed rebalance ends in one), revocations and lost partitions. A
+    /// change tells that the member has taken part in a rebalance since an earlier reading.
+    public var rebalancesServed: Int { firstAssignment.served.load(ordering: .acquiring) }
 
     /// The member id the group coordinator gave this member at its JoinGroup (`rd_kafka_memberid`), or
     /// `nil` before that.
