@@ -11,7 +11,7 @@ final class ConsumerLoop: Sendable {
         var stopping = false
         /// The partitions paused for room (``PartitionBackpressure``).
         var room: PartitionBackpressure
-        /// The assigned partitions paused on the consumer now: for room, or ``held``.
+        /// The assigned partitions paused on the consumer now: for room, ``held``, or by the first-join hold.
         var pausedNow: Set<TopicPartition> = []
         var assigned: Set<TopicPartition> = []
         /// Assigned partitions paused because their results cannot be delivered now
@@ -20,7 +20,24 @@ final class ConsumerLoop: Sendable {
         /// Whether the service is closing the consumer: the shutdown has already waited for jobs and
         /// results, so the revocation that `close` brings does not wait again.
         var closing = false
+        /// Until when the partitions of this process's first assignments stay paused while not every
+        /// member of the process has its first assignment (``firstJoinHoldLimit``); `nil` once lifted, and
+        /// from the start with one member.
+        var firstJoinHoldUntil: ContinuousClock.Instant?
     }
+
+    /// The longest the first assignments are held while another member of this process has none yet: 30 s.
+    ///
+    /// Why hold them: a member of the process that misses the group's first generation costs the group a
+    /// second rebalance, and a commit sent while a member's JoinGroup is pending comes back
+    /// `ILLEGAL_GENERATION`, which librdkafka before 2.10.0 takes for a lost assignment (librdkafka issue
+    /// #4059): the member's running jobs are cut short and its offsets are not committed. With nothing
+    /// taken yet, nothing is stored and nothing is committed during that rebalance. On a Kafka broker the
+    /// members of a process join within milliseconds of each other and the hold ends at once; librdkafka
+    /// 2.0.2's embedded cluster completes a generation's SyncGroup with the leader's and refuses a member
+    /// whose SyncGroup comes after it (`INVALID_REQUEST`), so there a second rebalance follows now and then
+    /// (`session.timeout.ms` − 1 s).
+    static let firstJoinHoldLimit = Duration.seconds(30)
 
     private let state: Mutex<State>
     private let consumer: KafkaGroupMembers
@@ -60,7 +77,9 @@ final class ConsumerLoop: Sendable {
         self.publisher = publisher
         self.transactions = transactions
         self.tracker = tracker
-        self.state = Mutex(State(room: PartitionBackpressure(maxBuffered: maxBuffered)))
+        var initial = State(room: PartitionBackpressure(maxBuffered: maxBuffered))
+        if consumer.members.count > 1 { initial.firstJoinHoldUntil = ContinuousClock.now.advanced(by: Self.firstJoinHoldLimit) }
+        self.state = Mutex(initial)
         self.drainTimeoutMs = drainTimeoutMs
         self.rebalanceDrainTimeoutMs = rebalanceDrainTimeoutMs ?? drainTimeoutMs
         self.logger = logger
@@ -128,21 +147,34 @@ final class ConsumerLoop: Sendable {
     private func applyBackpressure() {
         let outstanding = tracker.outstandingByPartition
         let failing = publisher.failingPartitions
-        let change = state.withLock { state -> (pause: [TopicPartition], resume: [TopicPartition], held: [TopicPartition], released: [TopicPartition]) in
+        let everyMemberAssigned = consumer.everyMemberAssigned
+        let now = ContinuousClock.now
+        let change = state.withLock { state -> (pause: [TopicPartition], resume: [TopicPartition], held: [TopicPartition], released: [TopicPartition], joinHold: Bool?) in
             let held = failing.intersection(state.assigned)
             let newlyHeld = held.subtracting(state.held)
             let released = state.held.subtracting(held)
             state.held = held
+            // The first-join hold ends once every member has its first assignment, or at its limit.
+            var joinHold: Bool?
+            if let until = state.firstJoinHoldUntil, everyMemberAssigned || now >= until {
+                state.firstJoinHoldUntil = nil
+                joinHold = everyMemberAssigned
+            }
             // Stopping: everything is paused already and stays so.
-            if state.stopping { return ([], [], Array(newlyHeld), Array(released)) }
+            if state.stopping { return ([], [], Array(newlyHeld), Array(released), joinHold) }
             _ = state.room.round(outstanding: outstanding, assigned: state.assigned)
-            let wanted = held.union(state.room.paused)
+            var wanted = held.union(state.room.paused)
+            if state.firstJoinHoldUntil != nil { wanted.formUnion(state.assigned) }
             let pause = wanted.subtracting(state.pausedNow)
             let resume = state.pausedNow.subtracting(wanted)
             state.pausedNow = wanted
-            return (Array(pause), Array(resume), Array(newlyHeld), Array(released))
+            return (Array(pause), Array(resume), Array(newlyHeld), Array(released), joinHold)
         }
         let buffered = outstanding.values.reduce(0, +)
+        if change.joinHold == false {
+            logger.warning("reading the assigned partitions although not every group member of this process has its first assignment",
+                           metadata: ["heldMs": String(Self.firstJoinHoldLimit.components.seconds * 1000)])
+        }
         if !change.held.isEmpty {
             logger.warning("pausing partitions: their results cannot be delivered now", metadata: ["partitions": change.held.map(\.description).sorted().joined(separator: ",")])
         }
@@ -265,16 +297,18 @@ final class ConsumerLoop: Sendable {
         metrics.rebalanced(event)
         switch event {
         case .assigned(let partitions):
-            let stopping = state.withLock { state -> Bool in
+            let paused = state.withLock { state -> Bool in
                 state.assigned.formUnion(partitions)
                 // Held again at the next round if its results still cannot be delivered. Not paused for room:
                 // none of its records is unfinished here, so it is read even while this member is full.
                 state.held.subtract(partitions)
-                if state.stopping { state.pausedNow.formUnion(partitions) } else { state.pausedNow.subtract(partitions) }
-                return state.stopping
+                // Stopping, or holding the first assignments (``firstJoinHoldLimit``): paused.
+                let paused = state.stopping || state.firstJoinHoldUntil != nil
+                if paused { state.pausedNow.formUnion(partitions) } else { state.pausedNow.subtract(partitions) }
+                return paused
             }
             // librdkafka 2.0.2 keeps a partition's pause across revoke and re-assign: set it explicitly.
-            if stopping { consumer.pause(partitions) } else { consumer.resume(partitions) }
+            if paused { consumer.pause(partitions) } else { consumer.resume(partitions) }
             publisher.own(partitions)
             logger.info("partitions assigned", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
         case .revoking(let partitions):

@@ -49,11 +49,11 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// which the consumer pauses its partitions; it resumes below half of it. Default 50 000.
     public var maxBufferedRecords = 50_000
     /// Whether each subscribed topic gets a consumer-group member of its own (``KafkaGroupMembers``), so
-    /// that every topic's partitions are balanced over the replicas on their own. Off by default for now
-    /// (`PUSHWORKER_MEMBER_PER_TOPIC=true` turns it on): on librdkafka 2.0.2's embedded cluster a member of
-    /// a process can miss the group's first join, and the extra rebalance it costs made commits fail in the
-    /// test suite. Off, one member subscribes every topic, as before.
-    public var memberPerTopic = false
+    /// that every topic's partitions are balanced over the replicas on their own. Default `true`
+    /// (`PUSHWORKER_MEMBER_PER_TOPIC=false` turns it off): off, one member subscribes every topic, and
+    /// `cooperative-sticky`, which balances the partition count over the whole subscription, can give a
+    /// second replica only the retry topic's partitions (docs/guarantees.md, "One group member per topic").
+    public var memberPerTopic = true
     /// The largest record value accepted, a count of bytes (file `maxPayloadBytes`). Default 4096 (APNs's
     /// background-push limit).
     public var maxPayloadBytes = 4096

@@ -65,12 +65,15 @@ public final class PushWorkerTestHarness: Sendable {
     ///   - configure: changes to the configuration (topic and group names are unique already; the HTTP
     ///     server of `/metrics`, `/healthz` and `/readyz`, and the status page with its status topic, are
     ///     off unless turned on here).
-    /// - Throws: ``KafkaError`` if the cluster or the clients cannot start.
+    ///   - beforeStart: called with the cluster once its topics exist, before the service starts (e.g. to
+    ///     inject errors or delays into the service's first requests).
+    /// - Throws: ``KafkaError`` if the cluster or the clients cannot start, or what `beforeStart` threw.
     public static func start(
         registry: WorkerRegistry,
         partitions: Int = 2,
         brokers: Int = 1,
-        configure: (inout ServiceConfiguration) -> Void = { _ in }
+        configure: (inout ServiceConfiguration) -> Void = { _ in },
+        beforeStart: (EmbeddedKafkaCluster) throws -> Void = { _ in }
     ) async throws -> PushWorkerTestHarness {
         let cluster = try EmbeddedKafkaCluster(brokers: brokers)
         let suffix = UUID().uuidString.prefix(8).lowercased()
@@ -99,6 +102,7 @@ public final class PushWorkerTestHarness: Sendable {
         }
         if configuration.statusPage.enabled { try cluster.createTopic(configuration.statusPage.topic, partitions: 1) }
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
+        try beforeStart(cluster)
         return PushWorkerTestHarness(cluster: cluster, configuration: configuration, registry: registry, producer: producer)
     }
 
