@@ -1,6 +1,5 @@
 """scaleout.py's group: the steady producer of the input records, the `pushworker run` members, the
 watch on the broker's watermarks, each member's configuration and the wait until a group has settled."""
-import os
 import signal
 import subprocess
 import sys
@@ -86,7 +85,7 @@ class Member:
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen([exe, "run", "--config", str(config_path), "--bootstrap-servers", bootstrap],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log,
-                                     start_new_session=True, env=dict(os.environ, PUSHWORKER_MEMBER_PER_TOPIC="true"))
+                                     start_new_session=True)
         self.started = time.monotonic()
         self.started_wall = time.time()
         self.port = None

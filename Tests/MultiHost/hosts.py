@@ -324,8 +324,7 @@ class Member:
         self._offset, self._partial, self.held = 0, b"", set()
         with open(self._log, "ab") as err:
             self.proc = self.procs.spawn(self.ns, [self.exe, "run", "--config", self.config, "--bootstrap-servers",
-                                                   self.cluster.bootstrap], stderr=err, cwd=self.workdir,
-                                         env=dict(os.environ, PUSHWORKER_MEMBER_PER_TOPIC="true"))
+                                                   self.cluster.bootstrap], stderr=err, cwd=self.workdir)
         self.events.append((time.time(), self.name, "started", ""))
 
     def alive(self):
