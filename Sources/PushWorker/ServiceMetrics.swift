@@ -107,7 +107,7 @@ final class ServiceMetrics: Sendable {
             labels: ["type", "reason"], cap: LabelCap(label: "reason", per: "type", limit: Self.reasonsPerType))
         retryTopicRecords = try r.counter(
             "pushworker_retry_topic_records_total",
-            help: "Records sent to the retry topic, by kind: retry (the next attempt of a retryable failure), scheduled (pushworker-not-before later than retries.maxHoldMs), requeued (read from the retry topic and still not due within it), follower (behind a retry of its key).",
+            help: "Records sent to the retry topic, by kind: retry (the next attempt of a retryable failure), scheduled (pushworker-not-before later than retries.maxHoldMs), requeued (read from the retry topic, held retries.maxHoldMs and still not due within it), follower (behind a retry of its key).",
             labels: ["kind"])
         heldRecords = try r.gauge("pushworker_held_records", help: "Records held in memory until their time (a retry's backoff, a pushworker-not-before); at most retries.maxHeld scheduled ones.")
         parkedKeys = try r.gauge("pushworker_parked_keys", help: "Keys whose new records follow an earlier record of theirs through the retry topic, to keep their order.")

@@ -96,6 +96,11 @@ public final class JobDispatcher: Sendable {
         /// Whether it was read from the retry topic (and that read is not yet counted against its key's
         /// parking: a scheduled push placed again when its time comes is not).
         var fromRetryTopic: Bool
+        /// A scheduled push read back from the retry topic (kept when it is placed again after a hold).
+        var readBack = false
+        /// Whether it was held ``DelaySettings/maxHold`` after it was read back still not due within it:
+        /// the next placement writes it back (`requeued`) instead of holding it again.
+        var heldBeforeRequeue = false
 
         init(_ core: Core, fromRetryTopic: Bool) {
             self.core = core
@@ -568,9 +573,23 @@ public final class JobDispatcher: Sendable {
         }
         if !pending.holdsKey, let dueNs = pending.dueNs, dueNs > nowNs {
             // A scheduled push (or a requeued one): it waits without holding its key.
-            if delay.retryTopic != nil && (dueNs - nowNs > delay.maxHold.wholeNanoseconds || state.held.count >= delay.maxHeld) {
-                effects.forwards.append((pending, forward(pending, pending.fromRetryTopic ? .requeued : .scheduled)))
-                return
+            if pending.fromRetryTopic { pending.readBack = true }
+            if delay.retryTopic != nil {
+                let later = dueNs - nowNs > delay.maxHold.wholeNanoseconds
+                let full = state.held.count >= delay.maxHeld
+                if later && pending.readBack && !pending.heldBeforeRequeue && !full {
+                    // Read back and still not due within maxHold: held here for maxHold, then placed again
+                    // (held until due, or written back), so that it costs one produce and one consume per
+                    // maxHold rather than as many as the retry topic carries.
+                    pending.heldBeforeRequeue = true
+                    state.hold(pending, dueNs: nowNs + delay.maxHold.wholeNanoseconds)
+                    state.waiting += 1
+                    return
+                }
+                if later || full {
+                    effects.forwards.append((pending, forward(pending, pending.readBack ? .requeued : .scheduled)))
+                    return
+                }
             }
             state.hold(pending, dueNs: dueNs)
             state.waiting += 1
