@@ -251,6 +251,10 @@ struct MetricsEndpointTests {
         var configuration = ServiceConfiguration()
         configuration.kafka = KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers])
         configuration.consumer["fetch.wait.max.ms"] = "20"
+        // As PushWorkerTestHarness: the embedded cluster holds a rebalance after the first (one of the
+        // process's group members missing the first generation) for session.timeout.ms − 1 s.
+        configuration.consumer["session.timeout.ms"] = "6000"
+        configuration.consumer["heartbeat.interval.ms"] = "500"
         configuration.inputTopics = ["pushes-\(suffix)"]
         configuration.resultsTopic = "results-\(suffix)"
         configuration.groupId = "liveness-\(suffix)"
