@@ -149,29 +149,29 @@ final class ConsumerLoop: Sendable {
         let failing = publisher.failingPartitions
         let everyMemberAssigned = consumer.everyMemberAssigned
         let now = ContinuousClock.now
-        let change = state.withLock { state -> (pause: [TopicPartition], resume: [TopicPartition], held: [TopicPartition], released: [TopicPartition], joinHold: Bool?) in
+        let change = state.withLock { state -> (pause: [TopicPartition], resume: [TopicPartition], held: [TopicPartition], released: [TopicPartition], holdEndedAtLimit: Bool) in
             let held = failing.intersection(state.assigned)
             let newlyHeld = held.subtracting(state.held)
             let released = state.held.subtracting(held)
             state.held = held
             // The first-join hold ends once every member has its first assignment, or at its limit.
-            var joinHold: Bool?
+            var holdEndedAtLimit = false
             if let until = state.firstJoinHoldUntil, everyMemberAssigned || now >= until {
                 state.firstJoinHoldUntil = nil
-                joinHold = everyMemberAssigned
+                holdEndedAtLimit = !everyMemberAssigned
             }
             // Stopping: everything is paused already and stays so.
-            if state.stopping { return ([], [], Array(newlyHeld), Array(released), joinHold) }
+            if state.stopping { return ([], [], Array(newlyHeld), Array(released), holdEndedAtLimit) }
             _ = state.room.round(outstanding: outstanding, assigned: state.assigned)
             var wanted = held.union(state.room.paused)
             if state.firstJoinHoldUntil != nil { wanted.formUnion(state.assigned) }
             let pause = wanted.subtracting(state.pausedNow)
             let resume = state.pausedNow.subtracting(wanted)
             state.pausedNow = wanted
-            return (Array(pause), Array(resume), Array(newlyHeld), Array(released), joinHold)
+            return (Array(pause), Array(resume), Array(newlyHeld), Array(released), holdEndedAtLimit)
         }
         let buffered = outstanding.values.reduce(0, +)
-        if change.joinHold == false {
+        if change.holdEndedAtLimit {
             logger.warning("reading the assigned partitions although not every group member of this process has its first assignment",
                            metadata: ["heldMs": String(Self.firstJoinHoldLimit.components.seconds * 1000)])
         }
