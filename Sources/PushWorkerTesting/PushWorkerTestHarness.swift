@@ -7,7 +7,9 @@ import Synchronization
 /// Runs the real pushworker service on an embedded Kafka cluster for tests: produce pushes, await their
 /// results, inspect committed offsets.
 ///
-/// Each harness has its own cluster, topics and consumer group, so tests can run in parallel.
+/// Each harness has its own cluster, topics and consumer group, so tests can run in parallel. Its service
+/// joins with one group member for all topics (`memberPerTopic = false`, unlike the service's default), so
+/// that many harnesses at once stay light; set `$0.memberPerTopic = true` to test a member per topic.
 /// ```swift
 /// var registry = WorkerRegistry()
 /// registry.register(type: "content-update", worker: MyWorker())
@@ -84,6 +86,11 @@ public final class PushWorkerTestHarness: Sendable {
         // The mock's later rebalances wait session.timeout.ms − 1 s: keep restarts quick.
         configuration.consumer["session.timeout.ms"] = "6000"
         configuration.consumer["heartbeat.interval.ms"] = "500"
+        // One group member for all topics, not one per topic (the service's default): the test suite runs
+        // dozens of services at once on two cores, and a member per topic doubles their consumers (threads,
+        // fetches), which made tests with second-sized bounds fail. Tests of the group's balance and of the
+        // first-join hold turn it on with `$0.memberPerTopic = true`.
+        configuration.memberPerTopic = false
         configuration.inputTopics = ["pushes-\(suffix)"]
         configuration.resultsTopic = "push-results-\(suffix)"
         configuration.groupId = "pushworker-test-\(suffix)"

@@ -164,7 +164,9 @@ struct RunServiceAlongsideTests {
         try await Self.waitFor("the companion's cancellation") { cancelled.current }
         signals.second()
         try await run.value
-        #expect(start.duration(to: .now) < .seconds(10), "stopped fast: \(start.duration(to: .now))")
+        // Fast against the 60 s the graceful stop would wait; the margin is for a machine busy with the
+        // rest of the suite (10.4 s seen there, 0.2 s alone).
+        #expect(start.duration(to: .now) < .seconds(30), "stopped fast: \(start.duration(to: .now))")
         #expect(setup.results.current.isEmpty, "no result for the job cut short: \(setup.results.current)")
         await setup.stop()
     }
@@ -218,7 +220,8 @@ struct RunServiceAlongsideTests {
         let start = ContinuousClock.now
         run.cancel()
         try await run.value
-        #expect(start.duration(to: .now) < .seconds(10))
+        // Fast against the long job's 60 s (see theSecondSignalStopsTheServiceFast).
+        #expect(start.duration(to: .now) < .seconds(30), "stopped fast: \(start.duration(to: .now))")
         #expect(cancelled.current)
         #expect(setup.results.current.isEmpty)
         await setup.stop()

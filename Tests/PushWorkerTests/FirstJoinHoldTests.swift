@@ -22,7 +22,7 @@ struct FirstJoinHoldTests {
         for attempt in 0..<6 where !seen {
             var registry = WorkerRegistry()
             registry.register(type: "fast", worker: NoopWorker(outcome: .newData))
-            let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 2, beforeStart: { cluster in
+            let harness = try await PushWorkerTestHarness.start(registry: registry, partitions: 2, configure: { $0.memberPerTopic = true }, beforeStart: { cluster in
                 try cluster.pushRequestErrors(brokerId: 1, apiKey: 11, errors: [(error: 0, rttMs: 0), (error: 0, rttMs: 4000)])
             })
             var ends: [Int32: Int64] = [:]

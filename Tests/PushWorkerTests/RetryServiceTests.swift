@@ -131,12 +131,13 @@ import Testing
             return .newData
         }, name: "step")
         registry.register(type: "free", worker: ClosureWorker { _ in .newData }, name: "free")
-        // Backoffs of 1 s and 2 s: the retries outlast the producing of the 58 inputs (each awaited), so
+        // Backoffs of 5 s and 10 s: the retries outlast the producing of the 58 inputs (each awaited), so
         // that the free keys' results coming first shows they were not held back, whenever the group's
         // assignment comes (with 150 ms backoffs, consumption starting early made the last retry finish
-        // before the last free input was even produced).
+        // before the last free input was even produced; with 1 s and 2 s, and 2 s and 4 s, producing took
+        // longer than the retries at times on a machine busy with the rest of the suite).
         let harness = try await PushWorkerTestHarness.start(registry: registry) {
-            $0.retries.policy = RetryPolicy(maxAttempts: 3, initialDelay: .seconds(1), multiplier: 2, maxDelay: .seconds(2), jitter: 0)
+            $0.retries.policy = RetryPolicy(maxAttempts: 3, initialDelay: .seconds(5), multiplier: 2, maxDelay: .seconds(10), jitter: 0)
         }
         var ledger = ResultLedger()
         for step in 0..<4 {
