@@ -77,7 +77,12 @@ public final class PushWorkerTestHarness: Sendable {
         configure: (inout ServiceConfiguration) -> Void = { _ in },
         beforeStart: (EmbeddedKafkaCluster) throws -> Void = { _ in }
     ) async throws -> PushWorkerTestHarness {
-        let cluster = try EmbeddedKafkaCluster(brokers: brokers)
+        // Creating the cluster and its topics waits on the mock cluster's thread: off the cooperative pool.
+        // On two cores the pool has two threads, and two tests starting at once blocked both of them (the
+        // parallel suite's start-up stall).
+        let cluster = try await DedicatedThread.run(name: "harness-cluster-start") {
+            try EmbeddedKafkaCluster(brokers: brokers)
+        }
         let suffix = UUID().uuidString.prefix(8).lowercased()
         var configuration = ServiceConfiguration()
         configuration.kafka = KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers])
@@ -104,10 +109,12 @@ public final class PushWorkerTestHarness: Sendable {
         configuration.statusPage.enabled = false
         configuration.statusPage.topic = "push-status-\(suffix)"
         configure(&configuration)
-        for topic in configuration.inputTopics + configuration.outputTopics {
-            try cluster.createTopic(topic, partitions: partitions)
+        let topics = configuration.inputTopics + configuration.outputTopics
+        let statusTopic = configuration.statusPage.enabled ? configuration.statusPage.topic : nil
+        try await DedicatedThread.run(name: "harness-create-topics") {
+            for topic in topics { try cluster.createTopic(topic, partitions: partitions) }
+            if let statusTopic { try cluster.createTopic(statusTopic, partitions: 1) }
         }
-        if configuration.statusPage.enabled { try cluster.createTopic(configuration.statusPage.topic, partitions: 1) }
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]))
         try beforeStart(cluster)
         return PushWorkerTestHarness(cluster: cluster, configuration: configuration, registry: registry, producer: producer)

@@ -209,11 +209,16 @@ import Testing
             return .newData
         }, budget: .milliseconds(100))) { report in calls.withLock { $0.append(report) } }
         // Returns well within its budget: one completion, and the deadline later does not fire a second.
-        executor.run(makeJob(), on: registered(ClosureWorker { _ in .noData }, budget: .milliseconds(150))) { report in
+        // 3 s, not milliseconds: a loaded machine may start the worker late, and a worker that had not run by
+        // its deadline would time out (a first completion that is right, not the second one tested here).
+        let secondBudget = Duration.seconds(3)
+        let secondStart = ContinuousClock.now
+        executor.run(makeJob(), on: registered(ClosureWorker { _ in .noData }, budget: secondBudget)) { report in
             calls.withLock { $0.append(report) }
         }
         #expect(await eventually(timeout: .seconds(6)) { executor.ignoredCancellationCount == 1 })
-        try? await Task.sleep(for: .milliseconds(200))
+        // Past the second job's deadline, so that a second completion from it would be here.
+        try? await Task.sleep(until: secondStart.advanced(by: secondBudget + .milliseconds(300)), clock: .continuous)
         let reports = calls.value
         #expect(reports.count == 2)
         #expect(reports.filter { $0.outcome.reason?.rawValue == "timeout" }.count == 1)
