@@ -44,7 +44,10 @@ let package = Package(
         .target(name: "PushWorkerAPI", dependencies: ["PushWorkerMetrics"]),
         // Validation, dispatch, the built-in exec/http/noop workers: knows nothing of Kafka. Re-exports
         // PushWorkerAPI.
-        .target(name: "PushWorkerCore", dependencies: ["PushWorkerAPI", "CCJSON"]),
+        .target(name: "PushWorkerCore", dependencies: ["PushWorkerAPI", "CCJSON", "CPushWorkerProcess"]),
+        // The Linux calls of the exec worker's event loop that Swift's Glibc module does not import (epoll,
+        // eventfd, pidfd_open, pidfd_send_signal, waitid on a pidfd, PR_SET_CHILD_SUBREAPER).
+        .target(name: "CPushWorkerProcess"),
         // Prometheus metric types and the text exposition format: pure Swift, no dependencies.
         .target(name: "PushWorkerMetrics"),
         // All C of libmicrohttpd: a small GET/HEAD endpoint server.

@@ -56,11 +56,14 @@ public struct PushWorkerCommandLine: Sendable {
     /// - Installs pushworker's signal handling (``ProcessSignals``): from then on a SIGTERM or SIGINT stops
     ///   `run`, `dev`, `results` and `redrive` gracefully however early it arrives, a second one exits with
     ///   130, and a broken stdout or stderr pipe never ends the process by SIGPIPE.
+    /// - Raises the soft limit on open descriptors (`RLIMIT_NOFILE`) to the hard limit: each running exec
+    ///   program holds three or four.
     ///
     /// Later calls do nothing.
     public static func prepareProcess() {
         guard !prepared.exchange(true, ordering: .acquiringAndReleasing) else { return }
         StandardStream.reserveClosedDescriptors()
+        DescriptorLimit.raiseSoftLimit()
         ProcessSignals.install()
     }
 

@@ -124,58 +124,36 @@ public struct ExecWorker: Worker {
         guard let program = arguments.first, let path = Self.resolve(program) else {
             throw LaunchError(description: "exec worker: program '\(arguments.first ?? "")' not found or not executable")
         }
-        let programArguments = Array(arguments.dropFirst())
-        let environment = programEnvironment(for: job)
-        let workingDirectory = workingDirectory
+        guard let loop = ProcessEventLoop.shared else {
+            throw LaunchError(description: "exec worker: the process event loop could not start (epoll_create1 or eventfd failed)")
+        }
+        try Task.checkCancellation()
+        // Programs start one at a time on ProgramStarter's queue (posix_spawn blocks until the program is
+        // exec'd, and copies this process's descriptor table: milliseconds with thousands of programs running).
+        // Everything after it waits on the ProcessEventLoop's one thread, not a thread per program: the
+        // program's exit (its pidfd), its stdin, stdout and stderr, and the kill after the grace.
+        // The program starts in a process group of its own, with an empty signal mask and default signal
+        // actions (ChildProcess), whatever this thread blocks and pushworker catches.
+        let child = try await start(path, job: job)
         let run = ProcessRun()
         let tail = StderrTail()
-        try Task.checkCancellation()
-        let value = job.value
-        let logger = logger
-        // Start the program and do its blocking pipe I/O on a dedicated thread, never on the cooperative
-        // pool. The program starts in a process group of its own, with an empty signal mask and default
-        // signal actions (ChildProcess), whatever this thread blocks and pushworker catches.
-        let launch: Result<Void, LaunchError> = await withCheckedContinuation { continuation in
-            let io = Thread {
-                let child: ChildProcess
-                do {
-                    child = try ChildProcess(program: path, arguments: programArguments, environment: environment, workingDirectory: workingDirectory)
-                } catch {
-                    continuation.resume(returning: .failure(LaunchError(description: "exec worker: \(error)")))
-                    return
-                }
-                // Handed over through the run's lock, not the continuation: its resume is invisible to
-                // ThreadSanitizer, which then reported the child's fields as racing with their initialisation.
-                run.started(child)
-                continuation.resume(returning: .success(()))
-                if let stderr = child.stderr {
-                    Self.logLines(of: stderr, logger: logger, metadata: [
-                        "messageId": job.messageId, "type": job.type ?? "", "program": program,
-                    ], tail: tail)
-                } else {
-                    tail.close()
-                }
-                // A program that exits without reading stdin must not kill pushworker with SIGPIPE: block it
-                // on this thread only (the write then fails with EPIPE).
-                var pipeSignal = sigset_t()
-                sigemptyset(&pipeSignal)
-                sigaddset(&pipeSignal, SIGPIPE)
-                pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
-                if let input = child.stdin {
-                    try? input.write(value)
-                    input.close()
-                }
-                let output = child.stdout.map { reader in
-                    defer { reader.close() }
-                    return Data(reader.readToEnd(keeping: Self.maxOutputBytes))
-                } ?? Data()
-                run.finish(output: output)
-            }
-            io.name = "pushworker-exec-io"
-            io.start()
+        let metadata = ["messageId": job.messageId, "type": job.type ?? "", "program": program]
+        if let stderr = child.stderr {
+            let lines = StderrLines(logger: logger, metadata: metadata, tail: tail)
+            loop.readToEnd(stderr, onData: { lines.add($0) }, onEnd: {
+                lines.finish()
+                tail.close()
+            })
+        } else {
+            tail.close()
         }
-        try launch.get()
-        guard let child = run.child else { throw LaunchError(description: "exec worker: \(path) started, but its process was not handed over") }
+        if let input = child.stdin { loop.writeAll(Array(job.value), to: input) }
+        if let stdout = child.stdout {
+            let collected = BoundedOutput(limit: Self.maxOutputBytes)
+            loop.readToEnd(stdout, onData: { collected.append($0) }, onEnd: { run.finish(output: collected.data) })
+        } else {
+            run.finish(output: Data())
+        }
         let grace = terminationGrace
         let (status, signaled, output) = await withTaskCancellationHandler {
             let termination = await child.waitForExit()
@@ -189,12 +167,8 @@ public struct ExecWorker: Worker {
             // The program leads its own process group: signal the whole group, so that programs it
             // started stop too.
             child.signalGroup(SIGTERM)
-            Thread.detachNewThread {
-                Thread.sleep(forTimeInterval: grace.timeInterval)
-                child.signalGroup(SIGKILL)
-            }
+            loop.after(grace) { child.signalGroup(SIGKILL) }
         }
-        let metadata = ["messageId": job.messageId, "type": job.type ?? "", "program": program]
         if Task.isCancelled {
             await tail.waitForEnd(atMost: Self.stderrWait)
             Self.logFailure(tail, outcome: "ran past its budget (SIGTERM sent)", logger: logger, metadata: metadata)
@@ -211,6 +185,33 @@ public struct ExecWorker: Worker {
         return outcome
     }
 
+    /// Starts the program. When this process has no descriptor left for its pipes (`EMFILE`, `ENFILE`: many
+    /// programs running at once against `RLIMIT_NOFILE`), it waits for running programs to end and tries
+    /// again every 20 ms until the job's deadline, instead of failing the job.
+    private func start(_ path: String, job: Job) async throws -> ChildProcess {
+        let programArguments = Array(arguments.dropFirst())
+        let environment = programEnvironment(for: job)
+        let workingDirectory = workingDirectory
+        while true {
+            do {
+                return try await ProgramStarter.start {
+                    try ChildProcess(program: path, arguments: programArguments, environment: environment, workingDirectory: workingDirectory)
+                }
+            } catch let error as ChildProcessError where error.errorNumber == EMFILE || error.errorNumber == ENFILE {
+                if Self.descriptorWarning.due() {
+                    logger.warning("no file descriptor left for a program's pipes: programs wait for running ones to end (raise the open-file limit, e.g. systemd LimitNOFILE, or lower maxInFlight)",
+                                   metadata: ["program": arguments.first ?? "", "error": "\(error)"])
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            } catch let error as ChildProcessError {
+                throw LaunchError(description: "exec worker: \(error)")
+            }
+        }
+    }
+
+    /// At most one warning about exhausted descriptors every 10 s, for the whole process.
+    static let descriptorWarning = RateLimit(every: .seconds(10))
+
     /// How long a finished program's stderr may stay open (held by a program it started) before its result
     /// is reported with the stderr lines read so far.
     static let stderrWait: Duration = .milliseconds(250)
@@ -223,37 +224,6 @@ public struct ExecWorker: Worker {
         var metadata = metadata
         metadata["outcome"] = outcome
         for line in tail.lines { logger.warning("stderr of a failed program: \(line)", metadata: metadata) }
-    }
-
-    /// Logs each line the program writes to stderr, on a thread of its own, until the pipe closes; at most
-    /// ``maxOutputBytes`` are logged, the rest is read and dropped (so the program never blocks on it).
-    static func logLines(of reader: OwnedDescriptor, logger: PushWorkerLogger, metadata: [String: String], tail: StderrTail? = nil) {
-        Thread.detachNewThread {
-            var pending = Data()
-            var logged = 0
-            func emit(_ line: Data) {
-                var text = String(decoding: line, as: UTF8.self)
-                if text.hasSuffix("\r") { text.removeLast() }
-                tail?.add(text)  // also beyond the logged bytes: a traceback comes last
-                guard logged < maxOutputBytes else { return }
-                logged += line.count + 1
-                logger.info(logged > maxOutputBytes ? "\(text) [stderr beyond \(maxOutputBytes) bytes dropped]" : text, metadata: metadata)
-            }
-            while case let chunk = reader.read(upTo: 16_384), !chunk.isEmpty {
-                pending.append(contentsOf: chunk)
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    emit(pending[pending.startIndex..<newline])
-                    pending.removeSubrange(pending.startIndex...newline)
-                }
-                if pending.count > maxOutputBytes {  // a very long line: log what came so far
-                    emit(pending)
-                    pending.removeAll()
-                }
-            }
-            if !pending.isEmpty { emit(pending) }
-            reader.close()
-            tail?.close()
-        }
     }
 
     /// The first stdout line's word that marks a `failed` outcome retryable: `retry`.
@@ -289,20 +259,15 @@ public struct ExecWorker: Worker {
 /// Joins an exec worker's two ends: the program's exit and the end of its stdout.
 ///
 /// Everything passes through its lock, never through a continuation's value alone: a continuation resumed on
-/// the I/O thread and run on the cooperative pool carries no happens-before edge that ThreadSanitizer sees.
+/// the event loop's thread and run on the cooperative pool carries no happens-before edge that
+/// ThreadSanitizer sees.
 final class ProcessRun: Sendable {
     private struct State {
-        var child: ChildProcess?
         var status: (Int32, Bool)?
         var output: Data?
         var waiter: CheckedContinuation<Void, Never>?
     }
     private let state = Mutex(State())
-
-    /// Keeps the started child for ``child`` (called on the I/O thread before it resumes the launch).
-    func started(_ child: ChildProcess) { state.withLock { $0.child = child } }
-    /// The started child, or `nil` before ``started(_:)``.
-    var child: ChildProcess? { state.withLock { $0.child } }
 
     func finish(status: Int32, signaled: Bool) { update { $0.status = (status, signaled) } }
     func finish(output: Data) { update { $0.output = output } }
