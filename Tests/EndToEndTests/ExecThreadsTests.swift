@@ -9,17 +9,8 @@ struct ExecThreadsTests {
     /// 300 programs sleeping at once: the process's thread count stays at most 64 (with a thread per pipe and
     /// per exit it was over 900), and every program's result is `newData`.
     @Test func threeHundredRunningProgramsCostNoThreadEach() async throws {
-        let suffix = UUID().uuidString.prefix(8).lowercased()
         let count = 300
-        let config = try CommandLineTests.writeConfig(CommandLineTests.config(
-            suffix: String(suffix),
-            workers: #""sleepy": { kind: "exec", command: ["/bin/sh", "-c", "sleep 8"] }"#,
-            extra: "maxInFlight: \(count),"))
-        let broker = try startPushworker(["dev", "--broker-only", "--config", config])
-        let servers = String((try await broker.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
-        let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--type", "sleepy",
-                                                "--count", "\(count)"])
-        #expect(produced.status == 0, "\(produced.stderr)")
+        let (suffix, config, broker, servers) = try await Self.brokerWithRecords(count, worker: #"command: ["/bin/sh", "-c", "sleep 8"]"#)
         let service = try startPushworker(["run", "--config", config, "--bootstrap-servers", servers])
         // Wait until most programs run at once (they sleep 8 s: time to start 300 on a loaded machine), then
         // read the thread count.
@@ -48,17 +39,8 @@ struct ExecThreadsTests {
     /// pushworker cannot raise), 80 programs still all run and give `newData`: a program that finds no
     /// descriptor left waits for running ones to end, and pushworker warns about it once.
     @Test func programsWaitForDescriptorsInsteadOfFailing() async throws {
-        let suffix = UUID().uuidString.prefix(8).lowercased()
         let count = 80
-        let config = try CommandLineTests.writeConfig(CommandLineTests.config(
-            suffix: String(suffix),
-            workers: #""sleepy": { kind: "exec", command: ["/bin/sh", "-c", "sleep 1"], budgetMs: 90000 }"#,
-            extra: "maxInFlight: \(count),"))
-        let broker = try startPushworker(["dev", "--broker-only", "--config", config])
-        let servers = String((try await broker.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
-        let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--type", "sleepy",
-                                                "--count", "\(count)"])
-        #expect(produced.status == 0, "\(produced.stderr)")
+        let (suffix, config, broker, servers) = try await Self.brokerWithRecords(count, worker: #"command: ["/bin/sh", "-c", "sleep 1"], budgetMs: 90000"#)
         let service = try RunningCommand(URL(fileURLWithPath: "/usr/bin/prlimit"),
                                          ["--nofile=120:120", PushWorkerExecutable.url.path, "run", "--config", config, "--bootstrap-servers", servers],
                                          environment: testEnvironment([:]))
@@ -71,6 +53,20 @@ struct ExecThreadsTests {
         #expect(try await service.waitForExit(timeout: .seconds(30)) == 0)
         broker.signal(SIGTERM)
         _ = try await broker.waitForExit()
+    }
+
+    /// A broker (`pushworker dev --broker-only`) holding `count` records of type `sleepy`, and a configuration
+    /// with `maxInFlight` `count` and an exec worker for them (`worker`: the declaration after `kind: "exec"`).
+    static func brokerWithRecords(_ count: Int, worker: String) async throws -> (suffix: String, config: String, broker: RunningCommand, servers: String) {
+        let suffix = String(UUID().uuidString.prefix(8).lowercased())
+        let config = try CommandLineTests.writeConfig(CommandLineTests.config(
+            suffix: suffix, workers: #""sleepy": { kind: "exec", "# + worker + " }", extra: "maxInFlight: \(count),"))
+        let broker = try startPushworker(["dev", "--broker-only", "--config", config])
+        let servers = String((try await broker.waitForLines(1).first ?? "").dropFirst("bootstrap.servers=".count))
+        let produced = try await runPushworker(["produce", "--bootstrap-servers", servers, "--topic", "pushes-\(suffix)", "--type", "sleepy",
+                                                "--count", "\(count)"])
+        #expect(produced.status == 0, "\(produced.stderr)")
+        return (suffix, config, broker, servers)
     }
 
     /// The children of `pid`, over all its threads (`/proc/PID/task/TID/children`).

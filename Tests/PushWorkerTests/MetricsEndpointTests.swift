@@ -266,9 +266,10 @@ struct MetricsEndpointTests {
         try cluster.createTopic(configuration.resultsTopic, partitions: 1)
         var registry = WorkerRegistry()
         registry.register(type: "ok", worker: ClosureWorker { _ in .newData })
-        // onResult runs on the results producer's poll thread: blocking it there wedges that thread.
+        // onResult runs on the results producer's poll thread: blocking it there wedges that thread. For 10 s,
+        // so that /healthz says 503 for 8.5 s: with 5 s a loaded machine answered no probe in the 3.5 s window.
         let service = PushWorkerService(configuration: configuration, registry: registry, logger: PushWorkerLogger(label: "test"), onResult: { _ in
-            Thread.sleep(forTimeInterval: 5)
+            Thread.sleep(forTimeInterval: 10)
         }, stallThreshold: .milliseconds(1500))
         let running = Task { try await service.run() }
         let base = "http://127.0.0.1:\(try await HTTPProbe.port(of: service))"
