@@ -165,9 +165,20 @@ public struct ExecWorker: Worker {
             return await run.wait()
         } onCancel: {
             // The program leads its own process group: signal the whole group, so that programs it
-            // started stop too.
-            child.signalGroup(SIGTERM)
-            loop.after(grace) { child.signalGroup(SIGKILL) }
+            // started stop too. Its descendants that left the group (setsid) are found in /proc first (once
+            // the program has died they belong to init), on the loop's thread, and signalled alike.
+            loop.after(.zero) {
+                let strays = child.isRunning ? ProcessTree.descendants(of: child.pid).filter { $0.processGroup != child.pid } : []
+                child.signalGroup(SIGTERM)
+                for stray in strays { ProcessTree.signal(stray, SIGTERM) }
+                loop.after(grace) {
+                    child.signalGroup(SIGKILL)
+                    // Only while the program is not reaped (its pid still names it): the reaping runs on
+                    // this thread too, so it cannot happen in between.
+                    let later = child.isRunning ? ProcessTree.descendants(of: child.pid).filter { $0.processGroup != child.pid } : []
+                    for stray in strays + later.filter({ !strays.contains($0) }) { ProcessTree.signal(stray, SIGKILL) }
+                }
+            }
         }
         if Task.isCancelled {
             await tail.waitForEnd(atMost: Self.stderrWait)
