@@ -88,7 +88,14 @@ import Testing
         #expect(metrics[#"pushworker_results_retried_total{type="flaky",reason="workerError"}"#] == 0, "present from the start")
         #expect(metrics[#"pushworker_retry_topic_records_total{kind="retry"}"#] == 2)
         #expect(metrics[#"pushworker_retry_topic_records_total{kind="follower"}"#] == 0)
-        #expect(metrics["pushworker_held_records"] == 0 && metrics["pushworker_parked_keys"] == 0)
+        // Nothing stays held or parked. Polled: the park's release is not ordered with the commits above, and
+        // on a loaded machine CI once read 1 parked key right after them.
+        var idle = metrics
+        let released = try await HTTPProbe.eventually(timeout: .seconds(10)) {
+            idle = Exposition(try await HTTPProbe.request("http://127.0.0.1:\(port)/metrics").body)
+            return idle["pushworker_held_records"] == 0 && idle["pushworker_parked_keys"] == 0
+        }
+        #expect(released, "\(idle.text)")
         try await harness.shutdown()
     }
 
