@@ -39,7 +39,7 @@ struct ExecDeadlineTests {
 
     /// Whether `pid` runs (a zombie, ended but not reaped yet by its new parent, counts as ended).
     static func isAlive(_ pid: pid_t) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        guard let stat = readProcText("/proc/\(pid)/stat"),
               let close = stat.lastIndex(of: ")") else { return false }
         let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
         return state != "Z" && state != "X"

@@ -73,14 +73,14 @@ struct ExecThreadsTests {
     static func children(of pid: pid_t) -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.reduce(0) { total, task in
-            let text = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+            let text = readProcText("/proc/\(pid)/task/\(task)/children") ?? ""
             return total + text.split(separator: " ").count
         }
     }
 
     /// The `Threads:` line of `/proc/PID/status`.
     static func threads(of pid: pid_t) -> Int {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let status = readProcText("/proc/\(pid)/status") ?? ""
         let line = status.split(separator: "\n").first { $0.hasPrefix("Threads:") }
         return line.flatMap { Int($0.dropFirst("Threads:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
     }
