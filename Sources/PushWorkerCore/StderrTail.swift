@@ -89,8 +89,8 @@ final class StderrTail: Sendable {
     }
 
     /// Waits for end of file while lines keep coming: up to `idle` after the last line read, at most
-    /// `limit` in all. A program's stderr is read on a thread of its own, which on a loaded machine may
-    /// still be working through what the program wrote before it exited.
+    /// `limit` in all. A program's stderr is read by the ProcessEventLoop's thread, which on a loaded machine
+    /// may still be working through what the program wrote before it exited.
     func waitForEnd(idle: Duration, atMost limit: Duration) async {
         let deadline = ContinuousClock.now.advanced(by: limit)
         var seen = received
