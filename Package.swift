@@ -77,7 +77,7 @@ let package = Package(
         .testTarget(name: "PushWorkerEndpointsTests", dependencies: ["PushWorkerEndpoints", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerTests", dependencies: ["PushWorker", "PushWorkerTesting", "PushWorkerMetrics"]),
         .testTarget(name: "PushWorkerCLITests", dependencies: ["PushWorkerCLI", "PushWorker", "PushWorkerKafka", "PushWorkerCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerKafka", "PushWorkerTesting"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerCore", "PushWorkerKafka", "PushWorkerTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -9,7 +9,7 @@ import Glibc
 /// a pid the kernel has given to a new process since it was listed has another start time and is left alone.
 /// Signals go through a pidfd opened after the start time was checked again, so they never reach a process
 /// that took the number meanwhile.
-enum ProcessTree {
+package enum ProcessTree {
     /// One listed process.
     struct Entry: Equatable, Sendable {
         var pid: pid_t
@@ -55,7 +55,7 @@ enum ProcessTree {
 
     /// Reads a `/proc` file with `open` and `read` (it reports size 0, and Foundation's reader leaked its
     /// buffer for such files under LeakSanitizer): at most 64 KiB, or `nil` when it cannot be opened.
-    static func readProcFile(_ path: String) -> [UInt8]? {
+    package static func readProcFile(_ path: String) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { _ = Glibc.close(descriptor) }

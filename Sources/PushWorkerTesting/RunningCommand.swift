@@ -132,6 +132,50 @@ public final class RunningCommand: Sendable {
         return stdoutLines
     }
 
+    /// Whether the process has a handler for `number` installed (the `SigCgt` mask of `/proc/PID/status`):
+    /// a signal sent before that ends it with the default action instead.
+    public func catches(_ number: Int32) -> Bool {
+        guard number > 0, number <= 64, let bytes = ProcessTree.readProcFile("/proc/\(child.pid)/status") else { return false }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+              let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+        return mask & (UInt64(1) << UInt64(number - 1)) != 0
+    }
+
+    /// Waits until the process has a handler for `number` installed (see ``catches(_:)``), e.g. before
+    /// `SIGTERM` asks `pushworker run` for a graceful stop right after its start.
+    /// - Throws: ``RunningCommandError`` if the process exits first or `timeout` passes (default 30 s).
+    public func waitUntilCatching(_ number: Int32, timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while !catches(number) {
+            guard child.termination == nil else { throw RunningCommandError("exited before catching signal \(number); stderr: \(stderr.suffix(3000))") }
+            guard ContinuousClock.now < deadline else { throw RunningCommandError("no handler for signal \(number) within \(timeout); stderr: \(stderr.suffix(3000))") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Waits until stderr holds `text`, e.g. a log line that says the process is ready for a signal.
+    /// - Returns: how long it waited.
+    /// - Throws: ``RunningCommandError`` if the process exits first or `timeout` passes, with the end of
+    ///   stderr.
+    @discardableResult
+    public func waitForStderr(containing text: String, timeout: Duration = .seconds(30)) async throws -> Duration {
+        let clock = ContinuousClock()
+        let start = clock.now
+        while !stderr.contains(text) {
+            guard clock.now - start < timeout else {
+                throw RunningCommandError("no '\(text)' on stderr within \(timeout); stderr: \(stderr.suffix(3000))")
+            }
+            if child.termination != nil {
+                try await drainPipes()
+                if stderr.contains(text) { break }
+                throw RunningCommandError("exited before '\(text)'; stderr: \(stderr.suffix(3000))")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return clock.now - start
+    }
+
     /// Waits for the process to exit.
     /// - Returns: its exit status, or the number of the signal that ended it (see ``terminationSignal``);
     ///   -1 if its status could not be read.

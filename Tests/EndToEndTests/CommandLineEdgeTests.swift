@@ -89,7 +89,7 @@ struct CommandLineEdgeTests {
         let second = try startPushworker(["dev", "--broker-only", "--config", config], environment: environment)
         let secondServers = String(try await second.waitForLines(1)[0].dropFirst("bootstrap.servers=".count))
         #expect(secondServers != servers)
-        _ = try await RestartRejoinTests.waitForStderr(second, containing: "another pushworker dev is running", timeout: .seconds(30))
+        _ = try await second.waitForStderr(containing: "another pushworker dev is running", timeout: .seconds(30))
         second.signal(SIGTERM)
         #expect(try await second.waitForExit(timeout: .seconds(30)) == 0)
         #expect(try String(contentsOfFile: file, encoding: .utf8) == "bootstrap.servers=\(servers)\npid=\(dev.pid)\n")

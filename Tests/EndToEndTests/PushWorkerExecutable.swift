@@ -1,4 +1,5 @@
 import Foundation
+import PushWorkerCore
 import PushWorkerTesting
 
 /// The built `pushworker` executable, run as a user would run it.
@@ -33,19 +34,8 @@ func runPushworker(_ arguments: [String], environment: [String: String] = [:], s
     try await RunningCommand.run(PushWorkerExecutable.url, arguments, environment: testEnvironment(environment), stdin: stdin, timeout: timeout)
 }
 
-/// The text of a `/proc` file, read with `open` and `read` (Foundation's `String(contentsOfFile:)` leaked its
-/// buffer for these files, which report size 0, under LeakSanitizer), or `nil` when it cannot be opened.
+/// The text of a `/proc` file (``ProcessTree/readProcFile(_:)``: `open` and `read`, as these files report
+/// size 0), or `nil` when it cannot be opened.
 func readProcText(_ path: String) -> String? {
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-    guard descriptor >= 0 else { return nil }
-    defer { _ = close(descriptor) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR { continue }
-        guard count > 0 else { break }
-        bytes.append(contentsOf: chunk[0..<count])
-    }
-    return String(decoding: bytes, as: UTF8.self)
+    ProcessTree.readProcFile(path).map { String(decoding: $0, as: UTF8.self) }
 }

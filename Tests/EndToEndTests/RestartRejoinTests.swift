@@ -8,20 +8,6 @@ import Testing
 /// 303 s), and while it waits it says so, with the cause. The progress line counts what it did.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct RestartRejoinTests {
-    /// Waits until `command`'s stderr holds `text` (explicit limit), polling its collected output.
-    static func waitForStderr(_ command: RunningCommand, containing text: String, timeout: Duration) async throws -> Duration {
-        let clock = ContinuousClock()
-        let start = clock.now
-        while !command.stderr.contains(text) {
-            guard clock.now - start < timeout else {
-                throw RunningCommandError("no '\(text)' on stderr within \(timeout); stderr: \(command.stderr.suffix(3000))")
-            }
-            guard command.isRunning else { throw RunningCommandError("exited before '\(text)'; stderr: \(command.stderr.suffix(3000))") }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return clock.now - start
-    }
-
     static let assigned = "[pushworker] partitions assigned"
 
     @Test func aRestartedMemberGetsItsPartitionsWithinSecondsAndSaysWhyItWaits() async throws {
@@ -50,10 +36,10 @@ struct RestartRejoinTests {
 
         // The first member: its partitions, its 10 results, and a progress line that counted them.
         let first = try startPushworker(run)
-        _ = try await Self.waitForStderr(first, containing: Self.assigned, timeout: .seconds(30))
-        _ = try await Self.waitForStderr(first, containing: "newData=5", timeout: .seconds(30))
+        _ = try await first.waitForStderr(containing: Self.assigned, timeout: .seconds(30))
+        _ = try await first.waitForStderr(containing: "newData=5", timeout: .seconds(30))
         // The lag reaches 0 once the results are delivered and their offsets committed.
-        _ = try await Self.waitForStderr(first, containing: "consumerLag=0 ", timeout: .seconds(30))
+        _ = try await first.waitForStderr(containing: "consumerLag=0 ", timeout: .seconds(30))
         #expect(first.stderr.contains("the brokers are an embedded cluster"), "run found the embedded cluster")
         first.signal(SIGTERM)
         #expect(try await first.waitForExit(timeout: .seconds(30)) == 0)
@@ -68,11 +54,11 @@ struct RestartRejoinTests {
         // A clean restart: the group waited session.timeout.ms − 1 s (44 s) after the leave; now seconds,
         // and the wait is explained while it lasts.
         let second = try startPushworker(run)
-        let waited = try await Self.waitForStderr(second, containing: Self.assigned, timeout: .seconds(20))
+        let waited = try await second.waitForStderr(containing: Self.assigned, timeout: .seconds(20))
         #expect(waited < .seconds(20))
         #expect(second.stderr.contains("no partitions assigned for") && second.stderr.contains("cause=groupRebalancing"), "\(second.stderr.suffix(3000))")
         // After a warning, the end of the wait is logged too (at the next look, within a second).
-        _ = try await Self.waitForStderr(second, containing: "partitions assigned after waiting", timeout: .seconds(5))
+        _ = try await second.waitForStderr(containing: "partitions assigned after waiting", timeout: .seconds(5))
         second.signal(SIGTERM)
         #expect(try await second.waitForExit(timeout: .seconds(30)) == 0)
 
@@ -81,13 +67,13 @@ struct RestartRejoinTests {
         // under a sanitizer (about 12 s more of a slowed executable).
         if ProcessInfo.processInfo.environment["PUSHWORKER_SANITIZER"] != nil { return }
         let third = try startPushworker(run)
-        _ = try await Self.waitForStderr(third, containing: "consuming", timeout: .seconds(20))
+        _ = try await third.waitForStderr(containing: "consuming", timeout: .seconds(20))
         third.signal(SIGTERM)
         // librdkafka 2.0.2 can abort a cooperative-sticky consumer closed before its first assignment
         // (librdkafka #4312): its exit status is not the point here.
         _ = try await third.waitForExit(timeout: .seconds(30))
         let fourth = try startPushworker(run)
-        _ = try await Self.waitForStderr(fourth, containing: Self.assigned, timeout: .seconds(30))
+        _ = try await fourth.waitForStderr(containing: Self.assigned, timeout: .seconds(30))
         fourth.signal(SIGTERM)
         #expect(try await fourth.waitForExit(timeout: .seconds(30)) == 0)
     }
