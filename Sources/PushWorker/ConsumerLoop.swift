@@ -48,6 +48,9 @@ final class ConsumerLoop: Sendable {
     /// the loop rewinds after an aborted transaction.
     private let transactions: TransactionalPublisher?
     private let tracker: OffsetTracker
+    /// The crash guard (``CrashGuard``), or `nil` when it is off: then every record goes to the dispatcher
+    /// as it is taken.
+    private let crashGuard: CrashGuard?
     private let drainTimeoutMs: Int
     /// How long a revocation waits for the revoked partitions' running jobs and their results before it
     /// cuts the jobs still running short (``ServiceConfiguration/effectiveRebalanceDrainTimeout(for:)``).
@@ -67,7 +70,7 @@ final class ConsumerLoop: Sendable {
 
     init(
         consumer: KafkaGroupMembers, dispatcher: JobDispatcher, publisher: any OutputPublisher, transactions: TransactionalPublisher? = nil, tracker: OffsetTracker,
-        maxBuffered: Int, drainTimeoutMs: Int, rebalanceDrainTimeoutMs: Int? = nil, logger: PushWorkerLogger, metrics: ServiceMetrics,
+        crashGuard: CrashGuard? = nil, maxBuffered: Int, drainTimeoutMs: Int, rebalanceDrainTimeoutMs: Int? = nil, logger: PushWorkerLogger, metrics: ServiceMetrics,
         stopNow: @escaping @Sendable () -> Bool = { false },
         statistics: @escaping @Sendable (@Sendable (inout PushWorkerService.Statistics) -> Void) -> Void
     ) {
@@ -77,6 +80,7 @@ final class ConsumerLoop: Sendable {
         self.publisher = publisher
         self.transactions = transactions
         self.tracker = tracker
+        self.crashGuard = crashGuard
         var initial = State(room: PartitionBackpressure(maxBuffered: maxBuffered))
         if consumer.members.count > 1 { initial.firstJoinHoldUntil = ContinuousClock.now.advanced(by: Self.firstJoinHoldLimit) }
         self.state = Mutex(initial)
@@ -109,7 +113,9 @@ final class ConsumerLoop: Sendable {
             // Not more than a few batches ahead of the publishing thread (the loop comes round within
             // 100 ms either way, to serve the consumer).
             publisher.waitForRoom(timeoutMs: 100)
-            var timeout: Int32 = 100
+            // A partition running its records one at a time hands the next over once the last is answered:
+            // come round often then.
+            var timeout: Int32 = crashGuard?.isolating == true ? 5 : 100
             while batch.count < Self.batchSize, let record = try consumer.poll(timeoutMs: timeout) {
                 timeout = 0
                 let receivedAtMs = WallClock.nowMs()
@@ -123,7 +129,19 @@ final class ConsumerLoop: Sendable {
                 taken.removeAll()
                 break
             }
-            if !batch.isEmpty {
+            if let crashGuard {
+                let count = batch.count
+                if count > 0 {
+                    statistics { $0.recordsConsumed += count }
+                    metrics.recordsConsumed.increment(by: Double(count))
+                }
+                // The guard holds back records of partitions that run them one at a time, and commits its
+                // markers before the records it lets go start.
+                let round = crashGuard.round(batch, outstanding: tracker.outstandingByPartition)
+                batch.removeAll(keepingCapacity: true)
+                taken.removeAll(keepingCapacity: true)
+                hand(round.submit, answered: round.condemned)
+            } else if !batch.isEmpty {
                 let count = batch.count
                 tracker.track(taken)
                 transactions?.noteTaken(taken)
@@ -139,6 +157,17 @@ final class ConsumerLoop: Sendable {
         stopTaking()
     }
 
+    /// Tracks and hands over what the crash guard lets go: records to run, and records answered without
+    /// running (``JobDispatcher/answerCrashed(_:)``); never both for one partition in one round.
+    private func hand(_ records: [InputRecord], answered: [(record: InputRecord, deaths: Int)]) {
+        guard !records.isEmpty || !answered.isEmpty else { return }
+        let taken = (records + answered.map(\.record)).map { (TopicPartition(topic: $0.source.topic, partition: $0.source.partition), $0.source.offset) }
+        tracker.track(taken)
+        transactions?.noteTaken(taken)
+        if !records.isEmpty { dispatcher.submit(records) }
+        dispatcher.answerCrashed(answered)
+    }
+
     /// Pauses the partitions that hold more than their share of the room for unfinished records once the
     /// member is full, and resumes them as they drain (``PartitionBackpressure``: a partition below its
     /// share, such as one just assigned, is still read). Pauses each partition whose results cannot be
@@ -148,6 +177,7 @@ final class ConsumerLoop: Sendable {
         let outstanding = tracker.outstandingByPartition
         let failing = publisher.failingPartitions
         let everyMemberAssigned = consumer.everyMemberAssigned
+        let guardHolding = crashGuard?.holding ?? []
         let now = ContinuousClock.now
         let change = state.withLock { state -> (pause: [TopicPartition], resume: [TopicPartition], held: [TopicPartition], released: [TopicPartition], holdEndedAtLimit: Bool) in
             let held = failing.intersection(state.assigned)
@@ -163,7 +193,7 @@ final class ConsumerLoop: Sendable {
             // Stopping: everything is paused already and stays so.
             if state.stopping { return ([], [], Array(newlyHeld), Array(released), holdEndedAtLimit) }
             _ = state.room.round(outstanding: outstanding, assigned: state.assigned)
-            var wanted = held.union(state.room.paused)
+            var wanted = held.union(state.room.paused).union(guardHolding)
             if state.firstJoinHoldUntil != nil { wanted.formUnion(state.assigned) }
             let pause = wanted.subtracting(state.pausedNow)
             let resume = state.pausedNow.subtracting(wanted)
@@ -254,6 +284,7 @@ final class ConsumerLoop: Sendable {
         let cut = dispatcher.cutShort { set.contains(TopicPartition(topic: $0.topic, partition: $0.partition)) }
         let targets = transactions.rewindTargets(assigned)
         tracker.forget(assigned)
+        crashGuard?.rewound(assigned)
         let refused: [(TopicPartition, KafkaError)]
         do {
             refused = try consumer.seek(targets)
@@ -307,6 +338,9 @@ final class ConsumerLoop: Sendable {
                 if paused { state.pausedNow.formUnion(partitions) } else { state.pausedNow.subtract(partitions) }
                 return paused
             }
+            // Before any of their records is taken: how each runs (a partition left uncleanly runs its
+            // records one at a time).
+            crashGuard?.assigned(partitions)
             // librdkafka 2.0.2 keeps a partition's pause across revoke and re-assign: set it explicitly.
             if paused { consumer.pause(partitions) } else { consumer.resume(partitions) }
             publisher.own(partitions)
@@ -368,6 +402,9 @@ final class ConsumerLoop: Sendable {
                                    metadata: ["partitions": partitions.map(\.description).joined(separator: ","), "error": "\(error)"])
                 }
             }
+            // The process is alive and these partitions' jobs are finished or cut short: the guard's
+            // markers say the partitions were left cleanly.
+            crashGuard?.revoked(partitions)
             forget(partitions)
         case .lost(let partitions):
             logger.warning("partitions lost: their running jobs are cut short without a result and their offsets are not committed", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])
@@ -375,6 +412,7 @@ final class ConsumerLoop: Sendable {
             let cut = cutShort(partitions)
             publisher.release(partitions)
             if cut > 0 { logger.warning("partitions lost: jobs cut short", metadata: ["count": String(cut)]) }
+            crashGuard?.lost(partitions)
             forget(partitions)
         }
         let assigned = state.withLock { Array($0.assigned) }

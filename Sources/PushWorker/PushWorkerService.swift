@@ -377,9 +377,13 @@ public final class PushWorkerService: Sendable {
                 }
                 publisher.submit(batch)
             })
+        let crashGuard = try configuration.crashGuard.enabled ? CrashGuard(
+            settings: CrashGuardState.Settings(deathLimit: configuration.crashGuard.deathLimit, leaseRecords: Int64(configuration.crashGuard.leaseRecords)),
+            consumerProperties: consumerProperties, inputGroup: configuration.groupId, logger: logger, metrics: metrics, logHandler: kafkaLog,
+            identify: { [dispatcher] in dispatcher.identify($0) }) : nil
         let loop = ConsumerLoop(
             consumer: consumer, dispatcher: dispatcher, publisher: publisher, transactions: transactions, tracker: tracker,
-            maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs,
+            crashGuard: crashGuard, maxBuffered: configuration.maxBufferedRecords, drainTimeoutMs: drainTimeoutMs,
             rebalanceDrainTimeoutMs: rebalanceDrainTimeoutMs, logger: logger, metrics: metrics,
             stopNow: { [self] in self.stopNowRequested.load(ordering: .acquiring) },
             statistics: { [self] change in self.statistics.withLock { change(&$0) } })
@@ -432,6 +436,8 @@ public final class PushWorkerService: Sendable {
             "exactlyOnce": configuration.exactlyOnce.enabled ? "on, transactional.id \(configuration.producerProperties["transactional.id"] ?? "")" : "(off)",
             "dedupe": configuration.dedupe.map { "window \($0.effectiveWindowMs) ms, at most \($0.effectiveMaxEntries) apns-ids" } ?? "(off)",
             "retryTopic": configuration.retries.enabled ? retryTopic : "(off)",
+            "crashGuard": configuration.crashGuard.enabled
+                ? "death limit \(configuration.crashGuard.deathLimit), leases of \(configuration.crashGuard.leaseRecords) records, group \(CrashGuard.groupId(for: configuration.groupId))" : "(off)",
             "allocator": MemoryAllocator.description,
         ])
         if stopRequested.load(ordering: .acquiring) { consumer.wakeUp() }
@@ -490,6 +496,7 @@ public final class PushWorkerService: Sendable {
                 // ThreadSanitizer with OffsetCommit errors injected: FaultLedgerTests.offsetCommitErrors).
                 if transactions == nil { Self.finalCommit(offsets, consumer: consumer, logger: storeLogger, stopNow: { self.stopNowRequested.load(ordering: .acquiring) }) }
                 try consumer.close()
+                crashGuard?.close()
             }
         } catch {
             logger.warning("leaving the group failed", metadata: ["error": "\(error)"])

@@ -86,6 +86,10 @@ extension ServiceConfiguration {
                 .object(["windowMs": .int(dedupe.effectiveWindowMs), "maxEntries": .int(Int64(dedupe.effectiveMaxEntries))])
             } ?? .null,
             "exactlyOnce": effectiveExactlyOnce,
+            "crashGuard": .object([
+                "enabled": .bool(crashGuard.enabled), "deathLimit": .int(Int64(crashGuard.deathLimit)),
+                "leaseRecords": .int(Int64(crashGuard.leaseRecords)), "group": .string(CrashGuard.groupId(for: groupId)),
+            ]),
             "retries": .object([
                 "enabled": .bool(retries.enabled), "topic": .string(retries.topic),
                 "maxHoldMs": .int(retries.maxHold.wholeMilliseconds), "maxHeld": .int(Int64(retries.maxHeld)),

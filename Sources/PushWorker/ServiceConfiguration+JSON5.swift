@@ -102,6 +102,12 @@ extension ServiceConfiguration {
             if let value = try section.int("maxRecordsPerTransaction", min: 1, max: 1_000_000) { exactlyOnce.maxRecordsPerTransaction = value }
             try section.finish()
         }
+        if var section = try reader.object("crashGuard") {
+            if let value = try section.bool("enabled") { crashGuard.enabled = value }
+            if let value = try section.int("deathLimit", min: 1, max: 1000) { crashGuard.deathLimit = value }
+            if let value = try section.int("leaseRecords", min: 1, max: 1_000_000) { crashGuard.leaseRecords = value }
+            try section.finish()
+        }
         if var section = try reader.object("retries") {
             if let value = try section.bool("enabled") { retries.enabled = value }
             if let value = try section.string("topic") { retries.topic = value }

@@ -43,6 +43,9 @@ public struct ServiceConfiguration: Sendable, Equatable {
     /// The exactly-once results mode (file `exactlyOnce`): off by default. When on, results, dead letters
     /// and input offsets are written in Kafka transactions (``ExactlyOnceConfiguration``).
     public var exactlyOnce = ExactlyOnceConfiguration()
+    /// The crash guard (file `crashGuard`): on by default; a record that kills the process is found and,
+    /// at the third death with it running, answered `failed` / `workerCrashed` (``CrashGuardConfiguration``).
+    public var crashGuard = CrashGuardConfiguration()
     /// The most workers running at once. Default 1024.
     public var maxInFlight = 1024
     /// Records taken but not yet finished (waiting, running or with results not yet acknowledged) above

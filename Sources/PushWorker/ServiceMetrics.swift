@@ -45,6 +45,12 @@ final class ServiceMetrics: Sendable {
     let rebalances: MetricCounter
     let jobsCutShortByRebalance: MetricCounter
     let revocationCommitFailures: MetricCounter
+    /// `pushworker_crash_deaths_found_total`: deaths of a process found with a record running (crash guard).
+    let crashDeathsFound: MetricCounter
+    /// `pushworker_crash_isolated_records_total`: records run one at a time after an unclean end.
+    let crashIsolatedRecords: MetricCounter
+    /// `pushworker_crash_guard_write_failures_total`: markers the crash guard could not commit.
+    let crashGuardWriteFailures: MetricCounter
     let assignedPartitions: MetricGauge
     /// `pushworker_input_partitions_assigned{topic}`: this member's partitions of each input topic.
     let inputPartitionsAssigned: MetricGauge
@@ -146,6 +152,15 @@ final class ServiceMetrics: Sendable {
         revocationCommitFailures = try r.counter(
             "pushworker_revocation_commit_failures_total",
             help: "Revocations whose commit of the revoked partitions' acknowledged offsets failed (e.g. REBALANCE_IN_PROGRESS): librdkafka tries again at the unassign; records whose commit is refused run again on the next owner.")
+        crashDeathsFound = try r.counter(
+            "pushworker_crash_deaths_found_total",
+            help: "Deaths of a pushworker process found with a record running (the crash guard's marker): the record runs again alone, or at the death limit gets failed / workerCrashed.")
+        crashIsolatedRecords = try r.counter(
+            "pushworker_crash_isolated_records_total",
+            help: "Records run one at a time because their partition's last owner did not stop cleanly (the crash guard).")
+        crashGuardWriteFailures = try r.counter(
+            "pushworker_crash_guard_write_failures_total",
+            help: "Crash guard markers that could not be committed: records went on unguarded.")
         assignedPartitions = try r.gauge("pushworker_assigned_partitions", help: "Partitions assigned to this member of the consumer group.")
         inputPartitionsAssigned = try r.gauge(
             "pushworker_input_partitions_assigned",
@@ -181,6 +196,9 @@ final class ServiceMetrics: Sendable {
         for event in ["assigned", "revoked", "lost"] { _ = rebalances.series([event]) }
         jobsCutShortByRebalance.increment(by: 0)
         revocationCommitFailures.increment(by: 0)
+        crashDeathsFound.increment(by: 0)
+        crashIsolatedRecords.increment(by: 0)
+        crashGuardWriteFailures.increment(by: 0)
         recordsConsumed.increment(by: 0)
         for topic in outputTopics {
             for failure in ProduceFailure.allCases { produceErrors.increment(by: 0, labels: [topic, failure.rawValue]) }

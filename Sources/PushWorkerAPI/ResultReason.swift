@@ -31,4 +31,7 @@ public struct ResultReason: RawRepresentable, Hashable, Sendable, CustomStringCo
     /// The record repeats the `apns-id` of a record taken earlier within the dedupe window (result
     /// `noData`): that notification runs once.
     public static let duplicate = ResultReason("duplicate")
+    /// A pushworker process died while the record ran, as many times as the crash guard's limit (result
+    /// `failed`, not retried): the record is not run again and its partition moves past it.
+    public static let workerCrashed = ResultReason("workerCrashed")
 }

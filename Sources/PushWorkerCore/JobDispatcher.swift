@@ -353,8 +353,8 @@ public final class JobDispatcher: Sendable {
     }
 
     private let state: Mutex<State>
-    private let registry: WorkerRegistry
-    private let validator: PayloadValidator
+    let registry: WorkerRegistry
+    let validator: PayloadValidator
     private let executor: BudgetedExecutor
     private let maxInFlight: Int
     private let collapse: Bool
@@ -362,11 +362,11 @@ public final class JobDispatcher: Sendable {
     private let dedupes: Bool
     /// The monotonic origin of the dedupe window's and the delays' times.
     private let clockOrigin: ContinuousClock.Instant
-    private let delay: DelaySettings
+    let delay: DelaySettings
     private let random: @Sendable () -> Double
     /// Fires the delay timer (``State/held``).
     private let timerQueue = DispatchQueue(label: "pushworker.dispatcher.delay")
-    private let onOutputs: @Sendable ([DispatcherOutput]) -> Void
+    let onOutputs: @Sendable ([DispatcherOutput]) -> Void
 
     /// Creates a dispatcher without a retry topic: nothing is retried and scheduled pushes wait in memory
     /// (``DelaySettings/retryTopic`` `nil`); every record yields its results through `onResult`.

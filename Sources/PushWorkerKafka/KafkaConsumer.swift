@@ -247,6 +247,32 @@ public final class KafkaConsumer: Sendable {
         }
     }
 
+    /// Commits exactly `offsets`, each with its metadata string, and waits for the broker (`rd_kafka_commit`
+    /// with an explicit list, synchronous). A consumer that never subscribes commits them for its group as a
+    /// standalone consumer (generation -1), which a group without members accepts. Blocking: call on a
+    /// dedicated thread. An empty list commits nothing.
+    /// - Throws: ``KafkaError/Code/consumer`` if the commit failed.
+    public func commit(offsetsAndMetadata offsets: [OffsetAndMetadata]) throws {
+        guard !offsets.isEmpty else { return }
+        try PartitionList.with(metadata: offsets) { list in
+            let err = rd_kafka_commit(client.handle, list, 0)
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "commit with metadata", err) }
+        }
+    }
+
+    /// The committed offsets of the group for `partitions` with their metadata strings
+    /// (`rd_kafka_committed`); an offset is -1001 (`RD_KAFKA_OFFSET_INVALID`) where nothing is committed.
+    /// Blocking: call on a dedicated thread.
+    /// - Throws: ``KafkaError/Code/consumer`` if the request failed.
+    public func committedOffsetsAndMetadata(_ partitions: [TopicPartition], timeoutMs: Int32) throws -> [OffsetAndMetadata] {
+        let entries = partitions.map { TopicPartitionOffset($0, offset: Int64(RD_KAFKA_OFFSET_INVALID)) }
+        return try PartitionList.with(entries) { list in
+            let err = rd_kafka_committed(client.handle, list, timeoutMs)
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(.consumer, "committed offsets", err) }
+            return PartitionList.readWithMetadata(list)
+        }
+    }
+
     /// The committed offsets of the group for `partitions` (`rd_kafka_committed`); an offset is -1001
     /// (`RD_KAFKA_OFFSET_INVALID`) where nothing is committed. Blocking: call on a dedicated thread.
     /// - Throws: ``KafkaError/Code/consumer`` if the request failed.

@@ -1,4 +1,5 @@
 import CRdKafka
+import Glibc
 
 /// Helpers for `rd_kafka_topic_partition_list_t`, used only inside this module.
 enum PartitionList {
@@ -27,6 +28,47 @@ enum PartitionList {
         for entry in entries {
             let element = rd_kafka_topic_partition_list_add(list, entry.topicPartition.topic, entry.topicPartition.partition)
             element?.pointee.offset = entry.offset
+        }
+        return try body(list)
+    }
+
+    /// The largest metadata string read back (bytes beyond it are dropped): Kafka's default
+    /// `offset.metadata.max.bytes` is 4096.
+    static let maxMetadataBytes = 4096
+
+    /// Copies a librdkafka list into Swift values with each element's metadata bytes (by their size, so a
+    /// NUL inside does not cut them).
+    static func readWithMetadata(_ list: UnsafePointer<rd_kafka_topic_partition_list_t>?) -> [OffsetAndMetadata] {
+        guard let list else { return [] }
+        return (0..<Int(list.pointee.cnt)).map { index in
+            let element = list.pointee.elems[index]
+            var metadata: [UInt8] = []
+            if let bytes = element.metadata, element.metadata_size > 0 {
+                let count = min(Int(element.metadata_size), maxMetadataBytes)
+                metadata = Array(UnsafeRawBufferPointer(start: bytes, count: count))
+            }
+            // NUL-safe: topic names are [a-zA-Z0-9._-]+
+            return OffsetAndMetadata(TopicPartition(topic: String(cString: element.topic), partition: element.partition),
+                                     offset: element.offset, metadata: metadata)
+        }
+    }
+
+    /// Calls `body` with a new librdkafka list holding `entries` with their metadata (copied into memory
+    /// from `malloc`, which the list's destroy frees), and destroys the list afterwards.
+    static func with<R>(
+        metadata entries: [OffsetAndMetadata],
+        _ body: (UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) throws -> R
+    ) rethrows -> R {
+        let list = rd_kafka_topic_partition_list_new(Int32(max(entries.count, 1)))!  // invariant: only fails on allocation failure, which librdkafka itself treats as fatal
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for entry in entries {
+            guard let element = rd_kafka_topic_partition_list_add(list, entry.topicPartition.topic, entry.topicPartition.partition) else { continue }
+            element.pointee.offset = entry.offset
+            if !entry.metadata.isEmpty, let copy = malloc(entry.metadata.count) {
+                entry.metadata.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }  // invariant: non-empty array
+                element.pointee.metadata = copy
+                element.pointee.metadata_size = entry.metadata.count
+            }
         }
         return try body(list)
     }

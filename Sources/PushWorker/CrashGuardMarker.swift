@@ -1,0 +1,68 @@
+/// What the crash guard keeps for one input partition, as the metadata string of an offset committed for the
+/// guard's own group (`<groupId>.crash-guard`, whose committed offset is ``lease``): written before records
+/// run, read by the partition's next owner (docs/guarantees.md, "A record that crashes the process").
+///
+/// The text: `pushworker-crash-guard/1 lease=H` and then ` clean`, or ` running=X deaths=D`, or nothing.
+struct CrashGuardMarker: Equatable, Sendable {
+    /// How the partition's last owner left it.
+    enum Ending: Equatable, Sendable {
+        /// It stopped or gave the partition up cleanly: nothing it ran can have ended the process.
+        case clean
+        /// It may have died: no record at or past ``CrashGuardMarker/lease`` had started.
+        case open
+        /// It ran the record at `offset` alone, after `deaths` earlier deaths of a process while it ran.
+        case running(offset: Int64, deaths: Int)
+    }
+
+    /// The first offset no owner had started when this was written.
+    var lease: Int64
+    /// How the last owner left the partition.
+    var ending: Ending
+
+    static let prefix = Array("pushworker-crash-guard/1 ".utf8)
+    /// The longest text read; a longer one is not ours.
+    static let maxBytes = 200
+
+    /// The metadata text.
+    var bytes: [UInt8] {
+        var text = "lease=\(lease)"
+        switch ending {
+        case .clean: text += " clean"
+        case .open: break
+        case .running(let offset, let deaths): text += " running=\(offset) deaths=\(deaths)"
+        }
+        return Self.prefix + Array(text.utf8)
+    }
+
+    /// Reads a marker from committed metadata, or `nil` when the bytes are not one (empty, another
+    /// program's, damaged): strict ASCII, decimal numbers that fit, nothing extra.
+    init?(bytes: [UInt8]) {
+        guard bytes.count <= Self.maxBytes, bytes.count > Self.prefix.count, bytes.starts(with: Self.prefix) else { return nil }
+        let fields = bytes[Self.prefix.count...].split(separator: 0x20, omittingEmptySubsequences: false)
+        func number(_ field: ArraySlice<UInt8>, _ name: String) -> Int64? {
+            let label = Array((name + "=").utf8)
+            guard field.starts(with: label) else { return nil }
+            let digits = field.dropFirst(label.count)
+            guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+            return digits.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
+        }
+        guard let first = fields.first, let lease = number(first, "lease") else { return nil }
+        switch fields.count {
+        case 1:
+            self.init(lease: lease, ending: .open)
+        case 2 where Array(fields[1]) == Array("clean".utf8):
+            self.init(lease: lease, ending: .clean)
+        case 3:
+            guard let offset = number(fields[1], "running"), let deaths = number(fields[2], "deaths"), deaths <= 1_000_000 else { return nil }
+            self.init(lease: lease, ending: .running(offset: offset, deaths: Int(deaths)))
+        default:
+            return nil
+        }
+    }
+
+    /// Creates a marker.
+    init(lease: Int64, ending: Ending) {
+        self.lease = lease
+        self.ending = ending
+    }
+}

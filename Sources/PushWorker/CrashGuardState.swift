@@ -1,0 +1,229 @@
+import PushWorkerCore
+import PushWorkerKafka
+
+/// The crash guard's decisions, a value with no effects (``CrashGuard`` is its driver): which records of
+/// each partition go to the dispatcher, which run alone, which are not run again, and which markers
+/// (``CrashGuardMarker``) must be committed before the records it lets go start.
+///
+/// A partition whose last owner left it cleanly runs as usual under a *lease*: before a record at or past
+/// the lease starts, a marker with a lease further on is written (one write per ``Settings/leaseRecords``
+/// records). A partition whose last owner did not (a marker without `clean`) runs its records below that
+/// owner's lease one at a time, each after a marker naming it: a process that dies then is found running
+/// that record by the next owner, who counts a death for it; at ``Settings/deathLimit`` deaths the record
+/// gets `failed` / `workerCrashed` without running.
+struct CrashGuardState {
+    /// The guard's settings.
+    struct Settings: Equatable, Sendable {
+        /// Deaths of a process with the record running after which it is not run again.
+        var deathLimit: Int
+        /// How far past the highest offset handed over a lease reaches.
+        var leaseRecords: Int64
+    }
+
+    /// A partition whose records below `until` run one at a time.
+    struct Isolation {
+        /// The lease of the owner that did not stop cleanly: no record at or past it had started.
+        var until: Int64
+        /// The record that owner ran alone when it died, and the deaths found with it running.
+        var suspect: (offset: Int64, deaths: Int)?
+        /// Records taken and not yet handed over, in offset order.
+        var queue: [InputRecord] = []
+        var head = 0
+        /// The offset last handed over (run or answered), if any.
+        var lastReleased: Int64?
+
+        var waiting: Int { queue.count - head }
+    }
+
+    enum Mode {
+        /// Records go to the dispatcher at once; `lease` is the lease written (nil: none yet).
+        case normal(lease: Int64?)
+        case isolating(Isolation)
+    }
+
+    /// What one round lets go, and what must be written first.
+    struct Round {
+        /// Markers to commit before any record below is handed over.
+        var writes: [OffsetAndMetadata] = []
+        /// Records for the dispatcher, in offset order per partition.
+        var submit: [InputRecord] = []
+        /// Records answered `failed` / `workerCrashed` without running, with their deaths.
+        var condemned: [(record: InputRecord, deaths: Int)] = []
+        /// Records about to run again after deaths found with them running, with the count.
+        var suspects: [(record: InputRecord, deaths: Int)] = []
+        /// Partitions whose records run concurrently again.
+        var isolationEnded: [TopicPartition] = []
+        /// How many of ``submit`` run alone.
+        var isolated = 0
+    }
+
+    /// What an assignment found.
+    struct Finding: Equatable {
+        var partition: TopicPartition
+        /// The lease of the owner that did not stop cleanly.
+        var until: Int64
+        /// The record it ran alone when it died, if any, and the deaths found with it running.
+        var suspectOffset: Int64?
+        var deaths: Int
+    }
+
+    let settings: Settings
+    private(set) var partitions: [TopicPartition: Mode] = [:]
+    /// How many partitions are isolating (a round with none skips their bookkeeping).
+    private(set) var isolatingCount = 0
+
+    init(settings: Settings) { self.settings = settings }
+
+    /// Partitions assigned, with the markers their last owners left (nil: none, or not readable).
+    mutating func assigned(_ markers: [TopicPartition: CrashGuardMarker?]) -> [Finding] {
+        var findings: [Finding] = []
+        for (tp, marker) in markers {
+            if case .isolating = partitions[tp] { isolatingCount -= 1 }
+            guard let marker else { partitions[tp] = .normal(lease: nil); continue }
+            switch marker.ending {
+            case .clean:
+                partitions[tp] = .normal(lease: nil)
+            case .open:
+                partitions[tp] = .isolating(Isolation(until: marker.lease, suspect: nil))
+                isolatingCount += 1
+                findings.append(Finding(partition: tp, until: marker.lease, suspectOffset: nil, deaths: 0))
+            case .running(let offset, let deaths):
+                let found = deaths + 1
+                partitions[tp] = .isolating(Isolation(until: marker.lease, suspect: (offset, found)))
+                isolatingCount += 1
+                findings.append(Finding(partition: tp, until: marker.lease, suspectOffset: offset, deaths: found))
+            }
+        }
+        return findings.sorted { ($0.partition.topic, $0.partition.partition) < ($1.partition.topic, $1.partition.partition) }
+    }
+
+    /// Isolating partitions holding records: paused on the consumer until those are handed over.
+    var holding: Set<TopicPartition> {
+        guard isolatingCount > 0 else { return [] }
+        var held: Set<TopicPartition> = []
+        for (tp, mode) in partitions { if case .isolating(let isolation) = mode, isolation.waiting > 0 { held.insert(tp) } }
+        return held
+    }
+
+    /// One round of the consumer: `records` just taken (offset order per partition), and the records of
+    /// each partition handed over and not yet answered (an isolating partition hands over its next record
+    /// once that is zero).
+    mutating func round(_ records: [InputRecord], outstanding: [TopicPartition: Int]) -> Round {
+        var round = Round()
+        var highest: [TopicPartition: Int64] = [:]
+        var last: (tp: TopicPartition, isolating: Bool)?
+        for record in records {
+            let source = record.source
+            let tp: TopicPartition
+            if let known = last?.tp, known.partition == source.partition, known.topic == source.topic {
+                tp = known
+            } else {
+                tp = TopicPartition(topic: source.topic, partition: source.partition)
+                var isolating = false
+                if isolatingCount > 0, case .isolating = partitions[tp] { isolating = true }
+                last = (tp, isolating)
+            }
+            if last?.isolating == true {
+                if case .isolating(var isolation) = partitions[tp] {
+                    partitions[tp] = .normal(lease: nil)  // no copy of the queue on append
+                    isolation.queue.append(record)
+                    partitions[tp] = .isolating(isolation)
+                }
+            } else {
+                round.submit.append(record)
+                highest[tp] = max(highest[tp] ?? source.offset, source.offset)
+            }
+        }
+        if isolatingCount > 0 { release(outstanding: outstanding, into: &round, highest: &highest) }
+        for (tp, offset) in highest { lease(tp, through: offset, into: &round) }
+        return round
+    }
+
+    /// Hands over the next record of each isolating partition whose last one is answered.
+    private mutating func release(outstanding: [TopicPartition: Int], into round: inout Round, highest: inout [TopicPartition: Int64]) {
+        for (tp, mode) in partitions {
+            guard case .isolating(var isolation) = mode, isolation.waiting > 0, (outstanding[tp] ?? 0) == 0 else { continue }
+            let record = isolation.queue[isolation.head]
+            let offset = record.source.offset
+            if offset >= isolation.until {
+                // Past every record the dead owner may have started: the rest runs concurrently.
+                let rest = isolation.queue[isolation.head...]
+                round.submit.append(contentsOf: rest)
+                highest[tp] = rest.map(\.source.offset).max()
+                partitions[tp] = .normal(lease: nil)
+                isolatingCount -= 1
+                round.isolationEnded.append(tp)
+                continue
+            }
+            isolation.head += 1
+            if isolation.head > 1024 && isolation.head * 2 > isolation.queue.count {
+                isolation.queue.removeFirst(isolation.head)
+                isolation.head = 0
+            }
+            isolation.lastReleased = offset
+            let deaths = isolation.suspect.flatMap { $0.offset == offset ? $0.deaths : nil } ?? 0
+            if deaths >= settings.deathLimit {
+                round.condemned.append((record, deaths))
+            } else {
+                round.writes.append(OffsetAndMetadata(tp, offset: isolation.until,
+                                                      metadata: CrashGuardMarker(lease: isolation.until, ending: .running(offset: offset, deaths: deaths)).bytes))
+                round.submit.append(record)
+                round.isolated += 1
+                if deaths > 0 { round.suspects.append((record, deaths)) }
+            }
+            partitions[tp] = .isolating(isolation)
+        }
+    }
+
+    /// A new lease for a partition running as usual when a record at or past its lease is handed over.
+    private mutating func lease(_ tp: TopicPartition, through offset: Int64, into round: inout Round) {
+        var current: Int64?
+        if case .normal(let lease)? = partitions[tp] { current = lease }
+        if let current, offset < current { return }
+        let next = offset + 1 + settings.leaseRecords
+        partitions[tp] = .normal(lease: next)
+        round.writes.append(OffsetAndMetadata(tp, offset: next, metadata: CrashGuardMarker(lease: next, ending: .open).bytes))
+    }
+
+    /// Partitions revoked (their jobs drained or cut short, the process alive): the markers that say so.
+    /// A partition still isolating keeps its lease, and its suspect with its deaths until it is passed.
+    mutating func revoked(_ tps: [TopicPartition]) -> [OffsetAndMetadata] {
+        var writes: [OffsetAndMetadata] = []
+        for tp in tps {
+            guard let mode = partitions.removeValue(forKey: tp) else { continue }
+            let marker: CrashGuardMarker
+            switch mode {
+            case .normal(let lease):
+                marker = CrashGuardMarker(lease: lease ?? 0, ending: .clean)
+            case .isolating(let isolation):
+                isolatingCount -= 1
+                if let suspect = isolation.suspect, (isolation.lastReleased ?? Int64.min) < suspect.offset {
+                    // The next owner counts one more death on reading `running`: write one fewer.
+                    marker = CrashGuardMarker(lease: isolation.until, ending: .running(offset: suspect.offset, deaths: suspect.deaths - 1))
+                } else {
+                    marker = CrashGuardMarker(lease: isolation.until, ending: .open)
+                }
+            }
+            writes.append(OffsetAndMetadata(tp, offset: marker.lease, metadata: marker.bytes))
+        }
+        return writes
+    }
+
+    /// Partitions lost (another member owns them already): forgotten, nothing written.
+    mutating func lost(_ tps: [TopicPartition]) {
+        for tp in tps {
+            if case .isolating = partitions.removeValue(forKey: tp) { isolatingCount -= 1 }
+        }
+    }
+
+    /// Partitions rewound after an aborted transaction: their records are read again, so the records an
+    /// isolating partition holds are dropped (the consumer hands them over again).
+    mutating func rewound(_ tps: [TopicPartition]) {
+        for tp in tps {
+            guard case .isolating(var isolation) = partitions[tp] else { continue }
+            isolation.queue.removeAll()
+            isolation.head = 0
+            partitions[tp] = .isolating(isolation)
+        }
+    }
+}
