@@ -77,6 +77,9 @@ let package = Package(
         .testTarget(name: "PushWorkerEndpointsTests", dependencies: ["PushWorkerEndpoints", "PushWorkerTesting"]),
         .testTarget(name: "PushWorkerTests", dependencies: ["PushWorker", "PushWorkerTesting", "PushWorkerMetrics"]),
         .testTarget(name: "PushWorkerCLITests", dependencies: ["PushWorkerCLI", "PushWorker", "PushWorkerKafka", "PushWorkerCore"]),
+        // A pushworker with a Swift worker that crashes the process as its payload asks (the crash guard's
+        // end-to-end tests run it); built with the tests, not a product.
+        .executableTarget(name: "crashing-pushworker", dependencies: ["PushWorkerCLI", "PushWorkerCore"], path: "Tests/CrashingPushworker"),
         .testTarget(name: "EndToEndTests", dependencies: ["PushWorkerCore", "PushWorkerKafka", "PushWorkerTesting"]),
     ],
     swiftLanguageModes: [.v6]
