@@ -24,6 +24,7 @@ let package = Package(
         .executableTarget(name: "FuzzTraceContext", dependencies: ["FuzzSupport", core]),
         .executableTarget(name: "FuzzExecOutcome", dependencies: ["FuzzSupport", core]),
         .executableTarget(name: "FuzzHTTPOutcome", dependencies: ["FuzzSupport", core]),
+        .executableTarget(name: "FuzzCrashGuardMarker", dependencies: ["FuzzSupport", core]),
         .executableTarget(name: "FuzzConfiguration", dependencies: [
             "FuzzSupport", .product(name: "PushWorker", package: "pushworker"),
         ]),

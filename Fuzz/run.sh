@@ -20,7 +20,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]]; then
     exit 2
 fi
 shift || true
-all=(FuzzPayloadValidator FuzzAPNsExpiration FuzzTraceContext FuzzExecOutcome FuzzHTTPOutcome FuzzConfiguration)
+all=(FuzzPayloadValidator FuzzAPNsExpiration FuzzTraceContext FuzzExecOutcome FuzzHTTPOutcome FuzzConfiguration FuzzCrashGuardMarker)
 if [[ $# -gt 0 ]]; then targets=("$@"); else targets=("${all[@]}"); fi
 
 # The Swift runtime's own crash backtracer would read memory AddressSanitizer guards; libFuzzer prints the
@@ -30,7 +30,7 @@ export SWIFT_BACKTRACE=enable=no
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 
 declare -A max_len=([FuzzPayloadValidator]=5000 [FuzzConfiguration]=8192 [FuzzHTTPOutcome]=4096)
-declare -A dict=([FuzzAPNsExpiration]=headers.dict [FuzzTraceContext]=headers.dict [FuzzExecOutcome]=headers.dict)
+declare -A dict=([FuzzAPNsExpiration]=headers.dict [FuzzTraceContext]=headers.dict [FuzzExecOutcome]=headers.dict [FuzzCrashGuardMarker]=crash-guard.dict)
 mkdir -p "$scratch/artifacts" "$scratch/logs"
 # Build every target first (one scratch path, so each build after the first is incremental), then run them
 # FUZZ_PARALLEL at a time (default 2: one per core of the CI machine), each writing its own log.

@@ -404,7 +404,7 @@ final class ConsumerLoop: Sendable {
             }
             // The process is alive and these partitions' jobs are finished or cut short: the guard's
             // markers say the partitions were left cleanly.
-            crashGuard?.revoked(partitions)
+            crashGuard?.revoked(partitions, outstanding: tracker.outstandingByPartition)
             forget(partitions)
         case .lost(let partitions):
             logger.warning("partitions lost: their running jobs are cut short without a result and their offsets are not committed", metadata: ["partitions": partitions.map(\.description).joined(separator: ",")])

@@ -109,8 +109,8 @@ final class CrashGuard: Sendable {
     }
 
     /// Partitions given up cleanly (drained or cut short, the process alive): their markers say so.
-    func revoked(_ partitions: [TopicPartition]) {
-        let writes = state.withLock { $0.revoked(partitions) }
+    func revoked(_ partitions: [TopicPartition], outstanding: [TopicPartition: Int]) {
+        let writes = state.withLock { $0.revoked(partitions, outstanding: outstanding) }
         write(writes, context: "at the revocation")
     }
 

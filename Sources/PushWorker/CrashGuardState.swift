@@ -186,8 +186,9 @@ struct CrashGuardState {
     }
 
     /// Partitions revoked (their jobs drained or cut short, the process alive): the markers that say so.
-    /// A partition still isolating keeps its lease, and its suspect with its deaths until it is passed.
-    mutating func revoked(_ tps: [TopicPartition]) -> [OffsetAndMetadata] {
+    /// A partition still isolating keeps its lease, and its suspect with its deaths until it is passed
+    /// (answered: handed over and nothing of the partition outstanding).
+    mutating func revoked(_ tps: [TopicPartition], outstanding: [TopicPartition: Int]) -> [OffsetAndMetadata] {
         var writes: [OffsetAndMetadata] = []
         for tp in tps {
             guard let mode = partitions.removeValue(forKey: tp) else { continue }
@@ -197,7 +198,8 @@ struct CrashGuardState {
                 marker = CrashGuardMarker(lease: lease ?? 0, ending: .clean)
             case .isolating(let isolation):
                 isolatingCount -= 1
-                if let suspect = isolation.suspect, (isolation.lastReleased ?? Int64.min) < suspect.offset {
+                let released = isolation.lastReleased ?? Int64.min
+                if let suspect = isolation.suspect, released < suspect.offset || (released == suspect.offset && (outstanding[tp] ?? 0) > 0) {
                     // The next owner counts one more death on reading `running`: write one fewer.
                     marker = CrashGuardMarker(lease: isolation.until, ending: .running(offset: suspect.offset, deaths: suspect.deaths - 1))
                 } else {

@@ -1,11 +1,11 @@
-/// What the crash guard keeps for one input partition, as the metadata string of an offset committed for the
-/// guard's own group (`<groupId>.crash-guard`, whose committed offset is ``lease``): written before records
+/// What pushworker's crash guard keeps for one input partition, as the metadata string of an offset committed
+/// for the guard's own group (`<groupId>.crash-guard`, whose committed offset is ``lease``): written before records
 /// run, read by the partition's next owner (docs/guarantees.md, "A record that crashes the process").
 ///
 /// The text: `pushworker-crash-guard/1 lease=H` and then ` clean`, or ` running=X deaths=D`, or nothing.
-struct CrashGuardMarker: Equatable, Sendable {
+public struct CrashGuardMarker: Equatable, Sendable {
     /// How the partition's last owner left it.
-    enum Ending: Equatable, Sendable {
+    public enum Ending: Equatable, Sendable {
         /// It stopped or gave the partition up cleanly: nothing it ran can have ended the process.
         case clean
         /// It may have died: no record at or past ``CrashGuardMarker/lease`` had started.
@@ -15,16 +15,17 @@ struct CrashGuardMarker: Equatable, Sendable {
     }
 
     /// The first offset no owner had started when this was written.
-    var lease: Int64
+    public var lease: Int64
     /// How the last owner left the partition.
-    var ending: Ending
+    public var ending: Ending
 
-    static let prefix = Array("pushworker-crash-guard/1 ".utf8)
+    /// The text every marker starts with (its format's version).
+    public static let prefix = Array("pushworker-crash-guard/1 ".utf8)
     /// The longest text read; a longer one is not ours.
-    static let maxBytes = 200
+    public static let maxBytes = 200
 
     /// The metadata text.
-    var bytes: [UInt8] {
+    public var bytes: [UInt8] {
         var text = "lease=\(lease)"
         switch ending {
         case .clean: text += " clean"
@@ -36,7 +37,7 @@ struct CrashGuardMarker: Equatable, Sendable {
 
     /// Reads a marker from committed metadata, or `nil` when the bytes are not one (empty, another
     /// program's, damaged): strict ASCII, decimal numbers that fit, nothing extra.
-    init?(bytes: [UInt8]) {
+    public init?(bytes: [UInt8]) {
         guard bytes.count <= Self.maxBytes, bytes.count > Self.prefix.count, bytes.starts(with: Self.prefix) else { return nil }
         let fields = bytes[Self.prefix.count...].split(separator: 0x20, omittingEmptySubsequences: false)
         func number(_ field: ArraySlice<UInt8>, _ name: String) -> Int64? {
@@ -61,7 +62,7 @@ struct CrashGuardMarker: Equatable, Sendable {
     }
 
     /// Creates a marker.
-    init(lease: Int64, ending: Ending) {
+    public init(lease: Int64, ending: Ending) {
         self.lease = lease
         self.ending = ending
     }

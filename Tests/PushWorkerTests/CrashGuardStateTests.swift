@@ -1,0 +1,170 @@
+import PushWorkerCore
+import PushWorkerKafka
+import PushWorkerTesting
+import Testing
+@testable import PushWorker
+
+/// `CrashGuardState`, the crash guard's decisions without Kafka: scenarios, and a model check of seeded
+/// random lives of a process over one partition with poison records (docs/guarantees.md, "A record that
+/// crashes the process").
+@Suite struct CrashGuardStateTests {
+    static let tp = TopicPartition(topic: "pushes", partition: 0)
+
+    static func record(_ offset: Int64) -> InputRecord {
+        InputRecord(source: RecordSource(topic: "pushes", partition: 0, offset: offset), value: Array("{}".utf8), receivedAtMs: 0)
+    }
+
+    static func marker(_ write: OffsetAndMetadata) -> CrashGuardMarker? { CrashGuardMarker(bytes: write.metadata) }
+
+    @Test func aCleanPartitionRunsEverythingAtOnceUnderALease() throws {
+        var state = CrashGuardState(settings: .init(deathLimit: 3, leaseRecords: 100))
+        #expect(state.assigned([Self.tp: CrashGuardMarker(lease: 7, ending: .clean)]).isEmpty)
+        let first = state.round((0..<10).map(Self.record), outstanding: [:])
+        #expect(first.submit.map(\.source.offset) == Array(0..<10))
+        #expect(first.writes.count == 1)
+        let lease = try #require(first.writes.first.flatMap(Self.marker))
+        #expect(lease == CrashGuardMarker(lease: 110, ending: .open) && first.writes.first?.offset == 110)
+        // Within the lease: nothing to write.
+        #expect(state.round((10..<110).map(Self.record), outstanding: [Self.tp: 50]).writes.isEmpty)
+        // Past it: a new lease before the records go.
+        #expect(state.round([Self.record(110)], outstanding: [:]).writes.first.flatMap(Self.marker)?.lease == 211)
+        // A clean revocation says so.
+        #expect(state.revoked([Self.tp], outstanding: [:]).first.flatMap(Self.marker)?.ending == .clean)
+    }
+
+    @Test func anUncleanPartitionRunsOneAtATimeUntilItsLeaseThenAtOnce() throws {
+        var state = CrashGuardState(settings: .init(deathLimit: 3, leaseRecords: 100))
+        let findings = state.assigned([Self.tp: CrashGuardMarker(lease: 3, ending: .open)])
+        #expect(findings == [.init(partition: Self.tp, until: 3, suspectOffset: nil, deaths: 0)])
+        var round = state.round((0..<6).map(Self.record), outstanding: [:])
+        #expect(round.submit.map(\.source.offset) == [0] && round.isolated == 1)
+        #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 3, ending: .running(offset: 0, deaths: 0)))
+        #expect(state.holding == [Self.tp])
+        // Offset 0 not yet answered: nothing more.
+        round = state.round([], outstanding: [Self.tp: 1])
+        #expect(round.submit.isEmpty && round.writes.isEmpty)
+        round = state.round([], outstanding: [:])
+        #expect(round.submit.map(\.source.offset) == [1])
+        round = state.round([], outstanding: [:])
+        #expect(round.submit.map(\.source.offset) == [2])
+        // Offset 3 is at the lease: it and the rest go at once, under a new lease.
+        round = state.round([], outstanding: [:])
+        #expect(round.submit.map(\.source.offset) == [3, 4, 5] && round.isolationEnded == [Self.tp])
+        #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 106, ending: .open))
+        #expect(state.holding.isEmpty && state.isolatingCount == 0)
+    }
+
+    @Test func aSuspectIsRunAgainUntilTheLimitThenAnsweredWithoutRunning() {
+        for (deaths, condemned) in [(0, false), (1, false), (2, true)] {
+            var state = CrashGuardState(settings: .init(deathLimit: 3, leaseRecords: 100))
+            let findings = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: deaths))])
+            #expect(findings.first?.deaths == deaths + 1 && findings.first?.suspectOffset == 4)
+            let round = state.round((4..<8).map(Self.record), outstanding: [:])
+            if condemned {
+                #expect(round.condemned.map(\.record.source.offset) == [4] && round.condemned.first?.deaths == 3 && round.submit.isEmpty)
+            } else {
+                #expect(round.submit.map(\.source.offset) == [4] && round.suspects.map(\.deaths) == [deaths + 1])
+            }
+        }
+        // Run again: the marker counts the deaths so far, and the round names it for the log.
+        var state = CrashGuardState(settings: .init(deathLimit: 3, leaseRecords: 100))
+        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 1))])
+        let round = state.round((4..<8).map(Self.record), outstanding: [:])
+        #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 2)))
+        #expect(round.suspects.map(\.deaths) == [2])
+    }
+
+    @Test func aRevocationBeforeTheSuspectKeepsItsDeathsAndAfterItKeepsOnlyTheLease() {
+        var state = CrashGuardState(settings: .init(deathLimit: 3, leaseRecords: 100))
+        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 6, deaths: 1))])
+        _ = state.round((4..<8).map(Self.record), outstanding: [:])
+        // Read back, the marker gives the same two deaths: one fewer is written.
+        #expect(state.revoked([Self.tp], outstanding: [:]).first.flatMap(Self.marker) == CrashGuardMarker(lease: 10, ending: .running(offset: 6, deaths: 1)))
+        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 0))])
+        _ = state.round((4..<8).map(Self.record), outstanding: [:])
+        #expect(state.revoked([Self.tp], outstanding: [:]).first.flatMap(Self.marker) == CrashGuardMarker(lease: 10, ending: .open))
+    }
+
+    /// Lives of a process over one partition of up to 60 records, some of them poison (running one kills
+    /// the process), with random batches, random completion order and clean stops between some lives:
+    /// no record starts without a lease past it committed first, a partition running alone never has two
+    /// records out, every record ends with a result (poison: workerCrashed; the others: run), no ordinary
+    /// record is answered without running, and the deaths stay within the limit for each poison.
+    @Test(arguments: 0..<8) func modelCheck(block: UInt64) async {
+        for seed in (block * 500)..<((block + 1) * 500) {
+            await Task.yield()
+            Self.checkLives(seed: seed)
+        }
+    }
+
+    static func checkLives(seed: UInt64) {
+        var random = SeededGenerator(seed: seed)
+        let count = Int64.random(in: 1...60, using: &random)
+        let poisons = Set((0..<count).filter { _ in Int.random(in: 0..<10, using: &random) == 0 })
+        let settings = CrashGuardState.Settings(deathLimit: Int.random(in: 1...3, using: &random), leaseRecords: Int64.random(in: 1...12, using: &random))
+        var stored: CrashGuardMarker?
+        var committed: Int64 = 0
+        var answers: [Int64: String] = [:]
+        var deaths = 0
+        var lives = 0
+        while answers.count < count {
+            lives += 1
+            guard lives < 400 else { Issue.record("seed \(seed): no end after 400 lives, \(answers.count) of \(count) answered"); return }
+            var state = CrashGuardState(settings: settings)
+            _ = state.assigned([tp: stored])
+            var position = committed
+            var running: [Int64] = []
+            var done: Set<Int64> = []
+            life: for _ in 0..<2000 {
+                switch Int.random(in: 0..<10, using: &random) {
+                case 0..<4:
+                    let take = position < count ? Int64.random(in: 0...min(5, count - position), using: &random) : 0
+                    let records = (position..<(position + take)).map(record)
+                    position += take
+                    let before = running.count
+                    let round = state.round(records, outstanding: [tp: running.count])
+                    for write in round.writes {
+                        guard let marker = CrashGuardMarker(bytes: write.metadata), marker.lease == write.offset else {
+                            Issue.record("seed \(seed): unreadable write \(write)"); return
+                        }
+                        stored = marker
+                    }
+                    if round.isolated > 0 || !round.condemned.isEmpty {
+                        #expect(before == 0 && round.isolated + round.condemned.count == 1, "seed \(seed): alone with \(before) out")
+                    }
+                    for record in round.submit {
+                        #expect((stored?.lease ?? Int64.min) > record.source.offset, "seed \(seed): \(record.source.offset) started past the lease \(String(describing: stored))")
+                        running.append(record.source.offset)
+                    }
+                    for (record, _) in round.condemned {
+                        #expect(poisons.contains(record.source.offset), "seed \(seed): ordinary record \(record.source.offset) answered without running")
+                        answers[record.source.offset] = "crashed"
+                        done.insert(record.source.offset)
+                    }
+                case 4..<9:
+                    guard !running.isEmpty else { continue }
+                    let offset = running.remove(at: Int.random(in: 0..<running.count, using: &random))
+                    if poisons.contains(offset) {
+                        deaths += 1
+                        break life
+                    }
+                    answers[offset] = answers[offset] ?? "ran"
+                    done.insert(offset)
+                default:
+                    if Int.random(in: 0..<20, using: &random) == 0 {
+                        // A clean stop: the running jobs are cut short (no result), the markers say clean.
+                        for write in state.revoked([tp], outstanding: [tp: running.count]) { stored = CrashGuardMarker(bytes: write.metadata) }
+                        break life
+                    }
+                }
+                while done.contains(committed) { committed += 1 }
+                if answers.count == count && running.isEmpty { break }
+            }
+            while done.contains(committed) { committed += 1 }
+        }
+        for offset in 0..<count {
+            #expect(answers[offset] == (poisons.contains(offset) ? "crashed" : "ran"), "seed \(seed): offset \(offset) answered \(answers[offset] ?? "never")")
+        }
+        #expect(deaths <= poisons.count * (settings.deathLimit + 1), "seed \(seed): \(deaths) deaths for \(poisons.count) poisons, limit \(settings.deathLimit)")
+    }
+}
