@@ -17,6 +17,7 @@ extension ServiceConfiguration {
         ("PUSHWORKER_HTTP_PORT", "httpServer.port (0 = any free port)"),
         ("PUSHWORKER_STATUS_PAGE_ENABLED", "statusPage.enabled (true or false): the status page, /status.json and status publishing"),
         ("PUSHWORKER_EXACTLY_ONCE", "exactlyOnce.enabled (true or false)"),
+        ("PUSHWORKER_CRASH_GUARD", "crashGuard.enabled (true or false)"),
         ("PUSHWORKER_TRANSACTIONAL_ID", "exactlyOnce.transactionalId (this member's transactional.id, stable across its restarts)"),
         ("PUSHWORKER_GROUP_INSTANCE_ID", "consumer.\"group.instance.id\" (static membership, e.g. the pod name)"),
         ("PUSHWORKER_MEMBER_PER_TOPIC", "a consumer-group member per subscribed topic (true or false)"),
@@ -74,6 +75,13 @@ extension ServiceConfiguration {
                 throw ConfigurationError(.invalidValue, key: "PUSHWORKER_HTTP_PORT", "must be a port number from 0 to 65535 (0 = any free port), got '\(value)'")
             }
             httpServer.port = UInt16(clamping: number)  // 0…65535: exact
+        }
+        if let value = environment["PUSHWORKER_CRASH_GUARD"], !value.isEmpty {
+            switch value.lowercased() {
+            case "true", "1", "yes": crashGuard.enabled = true
+            case "false", "0", "no": crashGuard.enabled = false
+            default: throw ConfigurationError(.invalidValue, key: "PUSHWORKER_CRASH_GUARD", "must be true or false, got '\(value)'")
+            }
         }
         if let value = environment["PUSHWORKER_EXACTLY_ONCE"], !value.isEmpty {
             switch value.lowercased() {
