@@ -138,9 +138,17 @@ final class ConsumerLoop: Sendable {
                 // The guard holds back records of partitions that run them one at a time, and commits its
                 // markers before the records it lets go start.
                 let round = crashGuard.round(batch, outstanding: tracker.outstandingByPartition)
+                if round.passedThrough {
+                    if count > 0 {
+                        tracker.track(taken)
+                        transactions?.noteTaken(taken)
+                        dispatcher.submit(round.submit)
+                    }
+                } else {
+                    hand(round.submit, answered: round.condemned)
+                }
                 batch.removeAll(keepingCapacity: true)
                 taken.removeAll(keepingCapacity: true)
-                hand(round.submit, answered: round.condemned)
             } else if !batch.isEmpty {
                 let count = batch.count
                 tracker.track(taken)

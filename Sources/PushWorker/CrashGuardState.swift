@@ -55,6 +55,9 @@ struct CrashGuardState {
         var isolationEnded: [TopicPartition] = []
         /// How many of ``submit`` run alone.
         var isolated = 0
+        /// Whether ``submit`` is the round's records as they were taken, nothing held back or let go
+        /// besides (no partition isolating).
+        var passedThrough = false
     }
 
     /// What an assignment found.
@@ -111,32 +114,59 @@ struct CrashGuardState {
     mutating func round(_ records: [InputRecord], outstanding: [TopicPartition: Int]) -> Round {
         var round = Round()
         var highest: [TopicPartition: Int64] = [:]
+        guard isolatingCount > 0 else {
+            // Nothing held back: every record goes, in the order taken (the hot path).
+            round.submit = records
+            round.passedThrough = true
+            Self.highestOffsets(of: records, into: &highest)
+            for (tp, offset) in highest { lease(tp, through: offset, into: &round) }
+            return round
+        }
+        var passing: [InputRecord] = []
         var last: (tp: TopicPartition, isolating: Bool)?
         for record in records {
             let source = record.source
-            let tp: TopicPartition
-            if let known = last?.tp, known.partition == source.partition, known.topic == source.topic {
-                tp = known
-            } else {
-                tp = TopicPartition(topic: source.topic, partition: source.partition)
+            if last == nil || last?.tp.partition != source.partition || last?.tp.topic != source.topic {
+                let tp = TopicPartition(topic: source.topic, partition: source.partition)
                 var isolating = false
-                if isolatingCount > 0, case .isolating = partitions[tp] { isolating = true }
+                if case .isolating = partitions[tp] { isolating = true }
                 last = (tp, isolating)
             }
-            if last?.isolating == true {
-                if case .isolating(var isolation) = partitions[tp] {
-                    partitions[tp] = .normal(lease: nil)  // no copy of the queue on append
-                    isolation.queue.append(record)
-                    partitions[tp] = .isolating(isolation)
-                }
+            guard let (tp, isolating) = last else { continue }
+            if isolating, case .isolating(var isolation) = partitions[tp] {
+                partitions[tp] = .normal(lease: nil)  // no copy of the queue on append
+                isolation.queue.append(record)
+                partitions[tp] = .isolating(isolation)
             } else {
-                round.submit.append(record)
-                highest[tp] = max(highest[tp] ?? source.offset, source.offset)
+                passing.append(record)
             }
         }
-        if isolatingCount > 0 { release(outstanding: outstanding, into: &round, highest: &highest) }
+        round.submit = passing
+        Self.highestOffsets(of: passing, into: &highest)
+        release(outstanding: outstanding, into: &round, highest: &highest)
         for (tp, offset) in highest { lease(tp, through: offset, into: &round) }
         return round
+    }
+
+    /// The highest offset of each partition among `records` (taken in runs of one partition: the table is
+    /// written once per run, not once per record).
+    private static func highestOffsets(of records: [InputRecord], into highest: inout [TopicPartition: Int64]) {
+        var run: (topic: String, partition: Int32, highest: Int64)?
+        func flush() {
+            guard let run else { return }
+            let tp = TopicPartition(topic: run.topic, partition: run.partition)
+            highest[tp] = max(highest[tp] ?? run.highest, run.highest)
+        }
+        for record in records {
+            let source = record.source
+            if let current = run, current.partition == source.partition, current.topic == source.topic {
+                if source.offset > current.highest { run?.highest = source.offset }
+            } else {
+                flush()
+                run = (source.topic, source.partition, source.offset)
+            }
+        }
+        flush()
     }
 
     /// Hands over the next record of each isolating partition whose last one is answered.
