@@ -139,17 +139,101 @@ struct CrashGuardTests {
         #expect(committed.map(\.offset) == [Int64(ids.count)], "\(committed)")
     }
 
+    /// Two members, each restarted when it dies, over two partitions: the poison (in partition 0, among 40
+    /// others) kills whichever member holds it; the deaths found count in Kafka, not in a member, so the
+    /// partition still moves past it after 4 deaths in all, and partition 1 gets all its results.
+    @Test func thePoisonKillsWhicheverMemberHoldsItAndStillEndsInAResult() async throws {
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        let input = "pushes-guard2-\(suffix)", results = "results-guard2-\(suffix)", group = "guard2-\(suffix)"
+        let cluster = try EmbeddedKafkaCluster()
+        defer { cluster.shutdown() }
+        try cluster.createTopic(input, partitions: 2)
+        try cluster.createTopic(results, partitions: 2)
+        let poisonId = "poison-\(suffix)"
+        let first = (0..<20).map { "p0-before-\(suffix)-\($0)" } + [poisonId] + (0..<20).map { "p0-after-\(suffix)-\($0)" }
+        let second = (0..<40).map { "p1-\(suffix)-\($0)" }
+        try await Self.produce(first, topic: input, partition: 0, servers: cluster.bootstrapServers) { id in
+            #"{"aps":{"content-available":1},"type":"job""# + (id == poisonId ? #","poison":true"# : "") + "}"
+        }
+        try await Self.produce(second, topic: input, partition: 1, servers: cluster.bootstrapServers) { _ in #"{"aps":{"content-available":1},"type":"job"}"# }
+        let tail = try ResultsTopicTail(servers: cluster.bootstrapServers, topic: results, inputs: first + second)
+        defer { tail.stop() }
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("kill-parent-\(suffix).sh")
+        try "#!/bin/sh\ncase \"$(cat)\" in *'\"poison\":true'*) kill -9 $PPID; sleep 5;; esac\necho newData\n".write(to: script, atomically: true, encoding: .utf8)
+        chmod(script.path, 0o755)
+        defer { try? FileManager.default.removeItem(at: script) }
+        let config = try CommandLineTests.writeConfig("""
+            {
+              inputTopics: ["\(input)"], resultsTopic: "\(results)", groupId: "\(group)",
+              retries: { enabled: false },
+              consumer: { "session.timeout.ms": 3000, "heartbeat.interval.ms": 300, "fetch.wait.max.ms": 20 },
+              log: { level: "info" },
+              httpServer: { enabled: false },
+              workers: { "job": { kind: "exec", command: ["\(script.path)"] } },
+            }
+            """)
+        let arguments = ["run", "--config", config, "--bootstrap-servers", cluster.bootstrapServers]
+        let supervision = Supervision()
+        let servers = cluster.bootstrapServers
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for _ in 0..<2 {
+                tasks.addTask {
+                    for _ in 1...8 where !supervision.done.load(ordering: .acquiring) {
+                        let life = try startPushworker(arguments)
+                        while life.isRunning && !supervision.done.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(50)) }
+                        if life.isRunning {
+                            try await life.waitUntilCatching(SIGTERM)
+                            life.signal(SIGTERM)
+                            if try await life.waitForExit(timeout: .seconds(30)) == 0 { supervision.cleanExits.add(1, ordering: .relaxed) }
+                            supervision.errors.withLock { $0 += life.stderr.split(separator: "\n").filter { $0.contains("error [pushworker] crash guard") }.map(String.init) }
+                            return
+                        }
+                        _ = try await life.waitForExit(timeout: .seconds(10))
+                        if life.terminationSignal != nil { supervision.deaths.add(1, ordering: .relaxed) }
+                        supervision.errors.withLock { $0 += life.stderr.split(separator: "\n").filter { $0.contains("error [pushworker] crash guard") }.map(String.init) }
+                    }
+                }
+            }
+            tasks.addTask {
+                let finished = await eventually(timeout: .seconds(180)) {
+                    guard tail.ledger.lost.isEmpty,
+                          let committed = try? await CrashRerunTests.committed(group: group, topic: input, servers: servers)
+                    else { return false }
+                    return committed.sorted { $0.topicPartition.partition < $1.topicPartition.partition }.map(\.offset) == [41, 40]
+                }
+                supervision.done.store(true, ordering: .releasing)
+                #expect(finished, "\(tail.ledger.summary)")
+            }
+            try await tasks.waitForAll()
+        }
+        #expect(supervision.deaths.load(ordering: .relaxed) == 4, "deaths: \(supervision.deaths.load(ordering: .relaxed))")
+        #expect(supervision.cleanExits.load(ordering: .relaxed) == 2)
+        let named = supervision.errors.withLock { $0 }
+        #expect(named.count == 3 && named.allSatisfy { $0.contains("messageId=\(poisonId)") }, "\(named)")
+        let read = try await runPushworker(["results", "--bootstrap-servers", cluster.bootstrapServers, "--topic", results, "--from-beginning", "-e"], timeout: .seconds(60))
+        let poison = read.stdout.filter { $0.contains(poisonId) }
+        #expect(poison.count == 1 && poison.first?.contains(#""reason":"workerCrashed""#) == true, "\(poison)")
+    }
+
     /// Produces one record per id (its `apns-id`), with the value `value(id)`, and waits for every delivery.
-    static func produce(_ ids: [String], topic: String, servers: String, value: (String) -> String) async throws {
+    static func produce(_ ids: [String], topic: String, partition: Int32? = nil, servers: String, value: (String) -> String) async throws {
         let delivered = Atomic<Int>(0)
         let producer = try KafkaProducer(configuration: KafkaConfiguration(["bootstrap.servers": servers]), onDelivery: { reports in
             delivered.add(reports.filter { $0.error == nil }.count, ordering: .relaxed)
         })
         for (index, id) in ids.enumerated() {
-            try producer.produce(KafkaOutgoingRecord(topic: topic, value: Array(value(id).utf8), headers: [KafkaHeader(name: "apns-id", string: id)]), token: UInt64(index))
+            try producer.produce(KafkaOutgoingRecord(topic: topic, partition: partition, value: Array(value(id).utf8), headers: [KafkaHeader(name: "apns-id", string: id)]), token: UInt64(index))
         }
         let all = await eventually(timeout: .seconds(30)) { delivered.load(ordering: .relaxed) == ids.count }
         await producer.close()
         #expect(all, "\(delivered.load(ordering: .relaxed)) of \(ids.count) delivered")
+    }
+
+    /// What the supervising tasks share.
+    final class Supervision: Sendable {
+        let deaths = Atomic<Int>(0)
+        let done = Atomic<Bool>(false)
+        let cleanExits = Atomic<Int>(0)
+        let errors = Mutex<[String]>([])
     }
 }
