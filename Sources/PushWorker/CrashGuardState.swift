@@ -24,8 +24,13 @@ struct CrashGuardState {
     struct Isolation {
         /// The lease of the owner that did not stop cleanly: no record at or past it had started.
         var until: Int64
+        /// Records below it had each run alone and ended (an earlier owner's isolation): they go at once.
+        var cleared: Int64 = .min
         /// The record that owner ran alone when it died, and the deaths found with it running.
         var suspect: (offset: Int64, deaths: Int)?
+        /// Where running alone ends: ``Settings/leaseRecords`` past the first record run alone (and past the
+        /// suspect), at most ``until``; set at that first record.
+        var windowEnd: Int64?
         /// Records taken and not yet handed over, in offset order.
         var queue: [InputRecord] = []
         var head = 0
@@ -36,8 +41,9 @@ struct CrashGuardState {
     }
 
     enum Mode {
-        /// Records go to the dispatcher at once; `lease` is the lease written (nil: none yet).
-        case normal(lease: Int64?)
+        /// Records go to the dispatcher at once; `lease` is the lease written (nil: none yet), `cleared` where
+        /// this owner's isolation ended (written with each lease, so that a later owner starts there).
+        case normal(lease: Int64?, cleared: Int64?)
         case isolating(Isolation)
     }
 
@@ -82,17 +88,18 @@ struct CrashGuardState {
         var findings: [Finding] = []
         for (tp, marker) in markers {
             if case .isolating = partitions[tp] { isolatingCount -= 1 }
-            guard let marker else { partitions[tp] = .normal(lease: nil); continue }
+            guard let marker else { partitions[tp] = .normal(lease: nil, cleared: nil); continue }
             switch marker.ending {
             case .clean:
-                partitions[tp] = .normal(lease: nil)
-            case .open:
-                partitions[tp] = .isolating(Isolation(until: marker.lease, suspect: nil))
+                partitions[tp] = .normal(lease: nil, cleared: nil)
+            case .open(let cleared):
+                // Never past the lease (a marker is any client's bytes): what is past it runs under a new one.
+                partitions[tp] = .isolating(Isolation(until: marker.lease, cleared: min(cleared ?? .min, marker.lease), suspect: nil))
                 isolatingCount += 1
                 findings.append(Finding(partition: tp, until: marker.lease, suspectOffset: nil, deaths: 0))
             case .running(let offset, let deaths):
                 let found = deaths + 1
-                partitions[tp] = .isolating(Isolation(until: marker.lease, suspect: (offset, found)))
+                partitions[tp] = .isolating(Isolation(until: marker.lease, cleared: min(offset, marker.lease), suspect: (offset, found)))
                 isolatingCount += 1
                 findings.append(Finding(partition: tp, until: marker.lease, suspectOffset: offset, deaths: found))
             }
@@ -134,7 +141,7 @@ struct CrashGuardState {
             }
             guard let (tp, isolating) = last else { continue }
             if isolating, case .isolating(var isolation) = partitions[tp] {
-                partitions[tp] = .normal(lease: nil)  // no copy of the queue on append
+                partitions[tp] = .normal(lease: nil, cleared: nil)  // no copy of the queue on append
                 isolation.queue.append(record)
                 partitions[tp] = .isolating(isolation)
             } else {
@@ -169,37 +176,61 @@ struct CrashGuardState {
         flush()
     }
 
-    /// Hands over the next record of each isolating partition whose last one is answered.
+    /// Hands over, for each isolating partition, the records below its cleared offset at once, or else its
+    /// next record alone once nothing of the partition is out; past the window, the rest at once.
     private mutating func release(outstanding: [TopicPartition: Int], into round: inout Round, highest: inout [TopicPartition: Int64]) {
         for (tp, mode) in partitions {
-            guard case .isolating(var isolation) = mode, isolation.waiting > 0, (outstanding[tp] ?? 0) == 0 else { continue }
-            let record = isolation.queue[isolation.head]
-            let offset = record.source.offset
-            if offset >= isolation.until {
-                // Past every record the dead owner may have started: the rest runs concurrently.
-                let rest = isolation.queue[isolation.head...]
-                round.submit.append(contentsOf: rest)
-                highest[tp] = rest.map(\.source.offset).max()
-                partitions[tp] = .normal(lease: nil)
-                isolatingCount -= 1
-                round.isolationEnded.append(tp)
-                continue
+            guard case .isolating(var isolation) = mode, isolation.waiting > 0 else { continue }
+            var passed = false
+            while isolation.waiting > 0 {
+                let record = isolation.queue[isolation.head]
+                let offset = record.source.offset
+                if offset < isolation.cleared {
+                    // Ran alone and ended under an earlier owner: not a suspect.
+                    isolation.head += 1
+                    round.submit.append(record)
+                    highest[tp] = max(highest[tp] ?? offset, offset)
+                    passed = true
+                    continue
+                }
+                if isolation.windowEnd == nil && offset < isolation.until {
+                    var end = min(isolation.until, offset.addingReportingOverflow(settings.leaseRecords).partialValue)
+                    if let suspect = isolation.suspect, suspect.offset >= end, suspect.offset < isolation.until { end = suspect.offset + 1 }
+                    isolation.windowEnd = end
+                }
+                if offset >= min(isolation.windowEnd ?? isolation.until, isolation.until) {
+                    // Past every record the dead owner may have started, or past the window: the rest
+                    // runs concurrently; a later owner starts running alone where this window ended. Not
+                    // while the last record run alone is out: its marker must stay until it ends.
+                    guard !passed, (outstanding[tp] ?? 0) == 0 else { break }
+                    let rest = isolation.queue[isolation.head...]
+                    round.submit.append(contentsOf: rest)
+                    if let top = rest.map(\.source.offset).max() { highest[tp] = max(highest[tp] ?? top, top) }
+                    partitions[tp] = .normal(lease: nil, cleared: isolation.windowEnd)
+                    isolatingCount -= 1
+                    round.isolationEnded.append(tp)
+                    break
+                }
+                // Alone: nothing else of the partition out, nothing passed this round.
+                guard !passed, (outstanding[tp] ?? 0) == 0 else { break }
+                isolation.head += 1
+                isolation.lastReleased = offset
+                let deaths = isolation.suspect.flatMap { $0.offset == offset ? $0.deaths : nil } ?? 0
+                if deaths >= settings.deathLimit {
+                    round.condemned.append((record, deaths))
+                } else {
+                    round.writes.append(OffsetAndMetadata(tp, offset: isolation.until,
+                                                          metadata: CrashGuardMarker(lease: isolation.until, ending: .running(offset: offset, deaths: deaths)).bytes))
+                    round.submit.append(record)
+                    round.isolated += 1
+                    if deaths > 0 { round.suspects.append((record, deaths)) }
+                }
+                break
             }
-            isolation.head += 1
+            guard case .isolating = partitions[tp] else { continue }
             if isolation.head > 1024 && isolation.head * 2 > isolation.queue.count {
                 isolation.queue.removeFirst(isolation.head)
                 isolation.head = 0
-            }
-            isolation.lastReleased = offset
-            let deaths = isolation.suspect.flatMap { $0.offset == offset ? $0.deaths : nil } ?? 0
-            if deaths >= settings.deathLimit {
-                round.condemned.append((record, deaths))
-            } else {
-                round.writes.append(OffsetAndMetadata(tp, offset: isolation.until,
-                                                      metadata: CrashGuardMarker(lease: isolation.until, ending: .running(offset: offset, deaths: deaths)).bytes))
-                round.submit.append(record)
-                round.isolated += 1
-                if deaths > 0 { round.suspects.append((record, deaths)) }
             }
             partitions[tp] = .isolating(isolation)
         }
@@ -208,11 +239,17 @@ struct CrashGuardState {
     /// A new lease for a partition running as usual when a record at or past its lease is handed over.
     private mutating func lease(_ tp: TopicPartition, through offset: Int64, into round: inout Round) {
         var current: Int64?
-        if case .normal(let lease)? = partitions[tp] { current = lease }
+        var cleared: Int64?
+        switch partitions[tp] {
+        case .normal(let lease, let end)?: (current, cleared) = (lease, end)
+        // Records let go while isolating are below its lease (the marker it keeps writing).
+        case .isolating?: return
+        case nil: break
+        }
         if let current, offset < current { return }
-        let next = offset + 1 + settings.leaseRecords
-        partitions[tp] = .normal(lease: next)
-        round.writes.append(OffsetAndMetadata(tp, offset: next, metadata: CrashGuardMarker(lease: next, ending: .open).bytes))
+        let next = offset.addingReportingOverflow(1 + settings.leaseRecords).partialValue
+        partitions[tp] = .normal(lease: next, cleared: cleared)
+        round.writes.append(OffsetAndMetadata(tp, offset: next, metadata: CrashGuardMarker(lease: next, ending: .open(cleared: cleared)).bytes))
     }
 
     /// Partitions revoked (their jobs drained or cut short, the process alive): the markers that say so.
@@ -224,7 +261,7 @@ struct CrashGuardState {
             guard let mode = partitions.removeValue(forKey: tp) else { continue }
             let marker: CrashGuardMarker
             switch mode {
-            case .normal(let lease):
+            case .normal(let lease, _):
                 marker = CrashGuardMarker(lease: lease ?? 0, ending: .clean)
             case .isolating(let isolation):
                 isolatingCount -= 1
@@ -233,7 +270,10 @@ struct CrashGuardState {
                     // The next owner counts one more death on reading `running`: write one fewer.
                     marker = CrashGuardMarker(lease: isolation.until, ending: .running(offset: suspect.offset, deaths: suspect.deaths - 1))
                 } else {
-                    marker = CrashGuardMarker(lease: isolation.until, ending: .open)
+                    // Records run alone and answered are cleared for the next owner.
+                    var cleared = isolation.cleared
+                    if let last = isolation.lastReleased { cleared = max(cleared, (outstanding[tp] ?? 0) == 0 ? last + 1 : last) }
+                    marker = CrashGuardMarker(lease: isolation.until, ending: .open(cleared: cleared == .min ? nil : cleared))
                 }
             }
             writes.append(OffsetAndMetadata(tp, offset: marker.lease, metadata: marker.bytes))

@@ -2,14 +2,17 @@
 /// for the guard's own group (`<groupId>.crash-guard`, whose committed offset is ``lease``): written before records
 /// run, read by the partition's next owner (docs/guarantees.md, "A record that crashes the process").
 ///
-/// The text: `pushworker-crash-guard/1 lease=H` and then ` clean`, or ` running=X deaths=D`, or nothing.
+/// The text: `pushworker-crash-guard/1 lease=H` and then ` clean`, ` running=X deaths=D`, ` cleared=E`, or
+/// nothing.
 public struct CrashGuardMarker: Equatable, Sendable {
     /// How the partition's last owner left it.
     public enum Ending: Equatable, Sendable {
         /// It stopped or gave the partition up cleanly: nothing it ran can have ended the process.
         case clean
-        /// It may have died: no record at or past ``CrashGuardMarker/lease`` had started.
-        case open
+        /// It may have died: no record at or past ``CrashGuardMarker/lease`` had started; the records below
+        /// `cleared`, if any, had each run alone and ended (the isolation's progress, which a later owner
+        /// does not repeat).
+        case open(cleared: Int64?)
         /// It ran the record at `offset` alone, after `deaths` earlier deaths of a process while it ran.
         case running(offset: Int64, deaths: Int)
     }
@@ -29,7 +32,7 @@ public struct CrashGuardMarker: Equatable, Sendable {
         var text = "lease=\(lease)"
         switch ending {
         case .clean: text += " clean"
-        case .open: break
+        case .open(let cleared): if let cleared { text += " cleared=\(cleared)" }
         case .running(let offset, let deaths): text += " running=\(offset) deaths=\(deaths)"
         }
         return Self.prefix + Array(text.utf8)
@@ -50,9 +53,12 @@ public struct CrashGuardMarker: Equatable, Sendable {
         guard let first = fields.first, let lease = number(first, "lease") else { return nil }
         switch fields.count {
         case 1:
-            self.init(lease: lease, ending: .open)
+            self.init(lease: lease, ending: .open(cleared: nil))
         case 2 where Array(fields[1]) == Array("clean".utf8):
             self.init(lease: lease, ending: .clean)
+        case 2:
+            guard let cleared = number(fields[1], "cleared") else { return nil }
+            self.init(lease: lease, ending: .open(cleared: cleared))
         case 3:
             guard let offset = number(fields[1], "running"), let deaths = number(fields[2], "deaths"), deaths <= 1_000_000 else { return nil }
             self.init(lease: lease, ending: .running(offset: offset, deaths: Int(deaths)))

@@ -4,7 +4,8 @@ import Testing
 /// `CrashGuardMarker`: the crash guard's metadata text, read from bytes any client may have committed.
 @Suite struct CrashGuardMarkerTests {
     @Test(arguments: [
-        CrashGuardMarker(lease: 0, ending: .clean), CrashGuardMarker(lease: 1041, ending: .open),
+        CrashGuardMarker(lease: 0, ending: .clean), CrashGuardMarker(lease: 1041, ending: .open(cleared: nil)),
+        CrashGuardMarker(lease: 1041, ending: .open(cleared: 20)),
         CrashGuardMarker(lease: 999_999_999_999_999_999, ending: .running(offset: 20, deaths: 2)),
     ])
     func aMarkerReadsBackFromItsText(_ marker: CrashGuardMarker) {
@@ -15,6 +16,7 @@ import Testing
         #expect(String(decoding: CrashGuardMarker(lease: 1041, ending: .running(offset: 20, deaths: 2)).bytes, as: UTF8.self)
                 == "pushworker-crash-guard/1 lease=1041 running=20 deaths=2")
         #expect(String(decoding: CrashGuardMarker(lease: 7, ending: .clean).bytes, as: UTF8.self) == "pushworker-crash-guard/1 lease=7 clean")
+        #expect(String(decoding: CrashGuardMarker(lease: 7, ending: .open(cleared: 3)).bytes, as: UTF8.self) == "pushworker-crash-guard/1 lease=7 cleared=3")
     }
 
     @Test(arguments: [
@@ -23,7 +25,8 @@ import Testing
         "pushworker-crash-guard/1 lease=1  clean", "pushworker-crash-guard/1 lease=1 clean ", "pushworker-crash-guard/1 lease=1 running=2",
         "pushworker-crash-guard/1 lease=1 running=2 deaths=1000001", "pushworker-crash-guard/1 lease=9999999999999999999",
         "pushworker-crash-guard/1 lease=1\u{0} clean", "pushworker-crash-guard/1 lease=１",
-        "pushworker-crash-guard/1 lease=1 running=2 deaths=3 extra",
+        "pushworker-crash-guard/1 lease=1 running=2 deaths=3 extra", "pushworker-crash-guard/1 lease=1 cleared=",
+        "pushworker-crash-guard/1 lease=1 cleared=2 clean",
     ])
     func anythingElseIsNotAMarker(_ text: String) {
         #expect(CrashGuardMarker(bytes: Array(text.utf8)) == nil)
