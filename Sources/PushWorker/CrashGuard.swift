@@ -87,7 +87,7 @@ final class CrashGuard: Sendable {
         let round = state.withLock { $0.round(records, outstanding: counts) }
         write(round.writes, context: "before records run")
         if !round.isolationEnded.isEmpty {
-            logger.info("crash guard: past every record the partition's last owner may have started; its records run concurrently again",
+            logger.info("crash guard: the records run alone are done (past the dead owner's lease, or leaseRecords of them); the partition's records run concurrently again",
                         metadata: ["partitions": round.isolationEnded.map(\.description).sorted().joined(separator: ",")])
         }
         if round.isolated > 0 { metrics.crashIsolatedRecords.increment(by: Double(round.isolated)) }

@@ -9,7 +9,7 @@ public struct CrashGuardConfiguration: Sendable, Equatable {
     public var deathLimit = 3
     /// How far a lease reaches past the highest offset handed over (`crashGuard.leaseRecords`,
     /// 1 … 1 000 000): a marker is committed once per that many records of a partition, and after an
-    /// unclean end up to that many records (plus those not yet committed) run one at a time. Default 1000.
+    /// unclean end at most that many records run one at a time. Default 1000.
     public var leaseRecords = 1000
 
     /// The defaults: on, 3 deaths, leases of 1000 records.
