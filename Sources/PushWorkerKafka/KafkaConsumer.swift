@@ -261,7 +261,8 @@ public final class KafkaConsumer: Sendable {
     }
 
     /// The committed offsets of the group for `partitions` with their metadata strings
-    /// (`rd_kafka_committed`); an offset is -1001 (`RD_KAFKA_OFFSET_INVALID`) where nothing is committed.
+    /// (`rd_kafka_committed`), each up to its first NUL and at most 4096 bytes; an offset is -1001
+    /// (`RD_KAFKA_OFFSET_INVALID`) where nothing is committed.
     /// Blocking: call on a dedicated thread.
     /// - Throws: ``KafkaError/Code/consumer`` if the request failed.
     public func committedOffsetsAndMetadata(_ partitions: [TopicPartition], timeoutMs: Int32) throws -> [OffsetAndMetadata] {

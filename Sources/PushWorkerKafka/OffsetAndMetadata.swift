@@ -5,7 +5,8 @@ public struct OffsetAndMetadata: Hashable, Sendable {
     public var topicPartition: TopicPartition
     /// The offset (-1001, `RD_KAFKA_OFFSET_INVALID`, where nothing is committed).
     public var offset: Int64
-    /// The metadata bytes as committed (empty where none were); any bytes, NUL included.
+    /// The metadata bytes (empty where none were). Read back, they end at the first NUL (librdkafka 2.0.2
+    /// keeps no more: ``KafkaConsumer/committedOffsetsAndMetadata(_:timeoutMs:)``).
     public var metadata: [UInt8]
 
     /// Creates an offset with its metadata.

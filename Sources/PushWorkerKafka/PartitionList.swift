@@ -23,28 +23,24 @@ enum PartitionList {
         _ entries: [TopicPartitionOffset],
         _ body: (UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) throws -> R
     ) rethrows -> R {
-        let list = rd_kafka_topic_partition_list_new(Int32(max(entries.count, 1)))!  // invariant: only fails on allocation failure, which librdkafka itself treats as fatal
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        for entry in entries {
-            let element = rd_kafka_topic_partition_list_add(list, entry.topicPartition.topic, entry.topicPartition.partition)
-            element?.pointee.offset = entry.offset
-        }
-        return try body(list)
+        try with(metadata: entries.map { OffsetAndMetadata($0.topicPartition, offset: $0.offset, metadata: []) }, body)
     }
 
     /// The largest metadata string read back (bytes beyond it are dropped): Kafka's default
     /// `offset.metadata.max.bytes` is 4096.
     static let maxMetadataBytes = 4096
 
-    /// Copies a librdkafka list into Swift values with each element's metadata bytes (by their size, so a
-    /// NUL inside does not cut them).
+    /// Copies a librdkafka list into Swift values with each element's metadata bytes, up to the first NUL:
+    /// librdkafka 2.0.2 copies committed metadata with `strndup` (OffsetFetch, `RD_KAFKAP_STR_DUP`), so its
+    /// buffer ends at the first NUL while `metadata_size` is the length the broker sent; reading that many
+    /// bytes would read past the buffer (`OffsetMetadataTests` saw other bytes there).
     static func readWithMetadata(_ list: UnsafePointer<rd_kafka_topic_partition_list_t>?) -> [OffsetAndMetadata] {
         guard let list else { return [] }
         return (0..<Int(list.pointee.cnt)).map { index in
             let element = list.pointee.elems[index]
             var metadata: [UInt8] = []
             if let bytes = element.metadata, element.metadata_size > 0 {
-                let count = min(Int(element.metadata_size), maxMetadataBytes)
+                let count = strnlen(bytes.assumingMemoryBound(to: CChar.self), min(Int(element.metadata_size), maxMetadataBytes))
                 metadata = Array(UnsafeRawBufferPointer(start: bytes, count: count))
             }
             // NUL-safe: topic names are [a-zA-Z0-9._-]+

@@ -53,9 +53,7 @@ struct CrashGuardTests {
         }
         let tail = try ResultsTopicTail(servers: cluster.bootstrapServers, topic: results, inputs: ids)
         defer { tail.stop() }
-        let script = FileManager.default.temporaryDirectory.appendingPathComponent("kill-parent-\(suffix).sh")
-        try "#!/bin/sh\ncase \"$(cat)\" in *'\"poison\":true'*) kill -9 $PPID; sleep 5;; esac\necho newData\n".write(to: script, atomically: true, encoding: .utf8)
-        chmod(script.path, 0o755)
+        let script = try Self.killParentScript(suffix)
         defer { try? FileManager.default.removeItem(at: script) }
         let config = try CommandLineTests.writeConfig("""
             {
@@ -161,9 +159,7 @@ struct CrashGuardTests {
         try await Self.produce(second, topic: input, partition: 1, servers: cluster.bootstrapServers) { _ in #"{"aps":{"content-available":1},"type":"job"}"# }
         let tail = try ResultsTopicTail(servers: cluster.bootstrapServers, topic: results, inputs: first + second)
         defer { tail.stop() }
-        let script = FileManager.default.temporaryDirectory.appendingPathComponent("kill-parent-\(suffix).sh")
-        try "#!/bin/sh\ncase \"$(cat)\" in *'\"poison\":true'*) kill -9 $PPID; sleep 5;; esac\necho newData\n".write(to: script, atomically: true, encoding: .utf8)
-        chmod(script.path, 0o755)
+        let script = try Self.killParentScript(suffix)
         defer { try? FileManager.default.removeItem(at: script) }
         let config = try CommandLineTests.writeConfig("""
             {
@@ -216,6 +212,15 @@ struct CrashGuardTests {
         let read = try await runPushworker(["results", "--bootstrap-servers", cluster.bootstrapServers, "--topic", results, "--from-beginning", "-e"], timeout: .seconds(60))
         let poison = read.stdout.filter { $0.contains(poisonId) }
         #expect(poison.count == 1 && poison.first?.contains(#""reason":"workerCrashed""#) == true, "\(poison)")
+    }
+
+    /// Writes the exec program of the `killParent` cases: it kills its parent, pushworker, with SIGKILL when
+    /// the payload holds `"poison":true`, and answers `newData` otherwise.
+    static func killParentScript(_ suffix: some StringProtocol) throws -> URL {
+        let script = FileManager.default.temporaryDirectory.appendingPathComponent("kill-parent-\(suffix).sh")
+        try "#!/bin/sh\ncase \"$(cat)\" in *'\"poison\":true'*) kill -9 $PPID; sleep 5;; esac\necho newData\n".write(to: script, atomically: true, encoding: .utf8)
+        chmod(script.path, 0o755)
+        return script
     }
 
     /// Produces one record per id (its `apns-id`), with the value `value(id)`, and waits for every delivery.
