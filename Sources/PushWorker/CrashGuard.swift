@@ -73,7 +73,7 @@ final class CrashGuard: Sendable {
                 metadata["deathLimit"] = String(limit)
             }
             logger.warning(finding.suspectOffset == nil
-                ? "crash guard: the partition's last owner did not stop cleanly (it died, or lost the group); its records below the lease run one at a time, so that a record that kills the process is found"
+                ? "crash guard: the partition's last owner did not leave it clean (it died, lost the group, or stopped while it still ran records alone after a death); its records below the lease run one at a time, so that a record that kills the process is found"
                 : "crash guard: the partition's last owner died while it ran one of its records alone; its records below the lease run one at a time",
                 metadata: metadata)
         }
