@@ -31,9 +31,10 @@ enum PartitionList {
     static let maxMetadataBytes = 4096
 
     /// Copies a librdkafka list into Swift values with each element's metadata bytes, up to the first NUL:
-    /// librdkafka 2.0.2 copies committed metadata with `strndup` (OffsetFetch, `RD_KAFKAP_STR_DUP`), so its
-    /// buffer ends at the first NUL while `metadata_size` is the length the broker sent; reading that many
-    /// bytes would read past the buffer (`OffsetMetadataTests` saw other bytes there).
+    /// librdkafka 2.0.2 keeps fetched metadata with `strndup` (OffsetFetch, `RD_KAFKAP_STR_DUP`), so its copy
+    /// ends at the first NUL while `metadata_size` is the length the broker sent; `rd_kafka_committed` then
+    /// copies that length into the caller's list, reading past its own buffer (AddressSanitizer reports it
+    /// inside librdkafka), and what follows the NUL is other memory. It is never kept here.
     static func readWithMetadata(_ list: UnsafePointer<rd_kafka_topic_partition_list_t>?) -> [OffsetAndMetadata] {
         guard let list else { return [] }
         return (0..<Int(list.pointee.cnt)).map { index in
