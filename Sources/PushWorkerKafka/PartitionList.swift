@@ -44,8 +44,7 @@ enum PartitionList {
                 let count = strnlen(bytes.assumingMemoryBound(to: CChar.self), min(Int(element.metadata_size), maxMetadataBytes))
                 metadata = Array(UnsafeRawBufferPointer(start: bytes, count: count))
             }
-            // NUL-safe: topic names are [a-zA-Z0-9._-]+
-            return OffsetAndMetadata(TopicPartition(topic: String(cString: element.topic), partition: element.partition),
+            return OffsetAndMetadata(TopicPartition(topic: String(cString: element.topic), partition: element.partition),  // NUL-safe: topic names are [a-zA-Z0-9._-]+
                                      offset: element.offset, metadata: metadata)
         }
     }
