@@ -185,7 +185,7 @@ final class ConsumerLoop: Sendable {
         let outstanding = tracker.outstandingByPartition
         let failing = publisher.failingPartitions
         let everyMemberAssigned = consumer.everyMemberAssigned
-        let guardHolding = crashGuard?.holding ?? []
+        let guardHolding = crashGuard?.holding() ?? []
         let now = ContinuousClock.now
         let change = state.withLock { state -> (pause: [TopicPartition], resume: [TopicPartition], held: [TopicPartition], released: [TopicPartition], holdEndedAtLimit: Bool) in
             let held = failing.intersection(state.assigned)

@@ -47,8 +47,9 @@ final class CrashGuard: Sendable {
     /// Whether any partition runs its records one at a time now.
     var isolating: Bool { state.withLock { $0.isolatingCount > 0 } }
 
-    /// Isolating partitions holding records: to stay paused.
-    var holding: Set<TopicPartition> { state.withLock { $0.holding } }
+    /// Isolating partitions holding so many records that they stay paused
+    /// (``CrashGuardState/holdingPartitions()``).
+    func holding() -> Set<TopicPartition> { state.withLock { $0.holdingPartitions() } }
 
     /// Reads the markers of newly assigned partitions (blocking) and sets how each runs. A partition whose
     /// markers cannot be read runs as usual, with a warning.
@@ -122,8 +123,12 @@ final class CrashGuard: Sendable {
 
     private func write(_ markers: [OffsetAndMetadata], context: String) {
         guard !markers.isEmpty else { return }
+        let started = ContinuousClock.now
         do {
             try store.commit(offsetsAndMetadata: markers)
+            logger.debug("crash guard: markers committed", metadata: [
+                "count": String(markers.count), "ms": String((ContinuousClock.now - started) / .milliseconds(1)), "context": context,
+            ])
         } catch {
             metrics.crashGuardWriteFailures.increment(by: Double(markers.count))
             logger.warning("crash guard: markers could not be committed \(context); a death now may not be found", metadata: [

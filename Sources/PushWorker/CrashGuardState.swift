@@ -107,11 +107,28 @@ struct CrashGuardState {
         return findings.sorted { ($0.partition.topic, $0.partition.partition) < ($1.partition.topic, $1.partition.partition) }
     }
 
-    /// Isolating partitions holding records: paused on the consumer until those are handed over.
-    var holding: Set<TopicPartition> {
-        guard isolatingCount > 0 else { return [] }
+    /// Held records of one isolating partition at which it is paused on the consumer: they wait longer to
+    /// run alone than the consumer takes to fetch more.
+    static let holdPauseAt = 512
+    /// Held records at which a partition paused for them is read again. Not at each record handed over:
+    /// librdkafka drops a paused partition's fetched records and fetches again from its position on resume,
+    /// a fetch round trip (up to `fetch.wait.max.ms`) per resume.
+    static let holdResumeAt = 128
+
+    /// Isolating partitions paused on the consumer because they hold ``holdPauseAt`` records or more, until
+    /// they hold ``holdResumeAt`` or fewer.
+    private(set) var holding: Set<TopicPartition> = []
+
+    /// Updates and returns ``holding`` from what each isolating partition holds now.
+    mutating func holdingPartitions() -> Set<TopicPartition> {
+        guard isolatingCount > 0 || !holding.isEmpty else { return [] }
         var held: Set<TopicPartition> = []
-        for (tp, mode) in partitions { if case .isolating(let isolation) = mode, isolation.waiting > 0 { held.insert(tp) } }
+        for (tp, mode) in partitions {
+            guard case .isolating(let isolation) = mode else { continue }
+            let waiting = isolation.waiting
+            if waiting >= Self.holdPauseAt || (holding.contains(tp) && waiting > Self.holdResumeAt) { held.insert(tp) }
+        }
+        holding = held
         return held
     }
 

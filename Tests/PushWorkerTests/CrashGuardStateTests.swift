@@ -40,7 +40,8 @@ import Testing
         var round = state.round((0..<6).map(Self.record), outstanding: [:])
         #expect(round.submit.map(\.source.offset) == [0] && round.isolated == 1)
         #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 3, ending: .running(offset: 0, deaths: 0)))
-        #expect(state.holding == [Self.tp])
+        // Five records held: the partition is read on (paused only from CrashGuardState.holdPauseAt).
+        #expect(state.holdingPartitions().isEmpty)
         // Offset 0 not yet answered: nothing more.
         round = state.round([], outstanding: [Self.tp: 1])
         #expect(round.submit.isEmpty && round.writes.isEmpty)
@@ -53,7 +54,36 @@ import Testing
         #expect(round.submit.map(\.source.offset) == [3, 4, 5] && round.isolationEnded == [Self.tp])
         // The new lease says where running alone ended: a later owner does not run those alone again.
         #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 106, ending: .open(cleared: 3)))
-        #expect(state.holding.isEmpty && state.isolatingCount == 0)
+        #expect(state.holdingPartitions().isEmpty && state.isolatingCount == 0)
+    }
+
+    @Test func aPartitionHoldingManyRecordsIsPausedUntilItHoldsFew() {
+        // Paused at holdPauseAt held records, read again only at holdResumeAt: not at each record handed
+        // over (librdkafka drops a paused partition's fetched records and fetches them again on resume).
+        var state = CrashGuardState(settings: .init(deathLimit: 3, leaseRecords: 10_000))
+        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10_000, ending: .open(cleared: nil))])
+        let limit = Int64(CrashGuardState.holdPauseAt)
+        // Round one: record 0 runs alone, limit - 2 are held.
+        _ = state.round((0..<limit - 1).map(Self.record), outstanding: [:])
+        #expect(state.holdingPartitions().isEmpty)
+        // Round two: three more taken, one handed over: limit held.
+        _ = state.round((limit - 1..<limit + 2).map(Self.record), outstanding: [:])
+        #expect(state.holdingPartitions() == [Self.tp])
+        var held = Int(limit)
+        var resumedAt: Int?
+        while resumedAt == nil, held > 0 {
+            let round = state.round([], outstanding: [:])
+            #expect(round.submit.count == 1)
+            held -= round.submit.count
+            if state.holdingPartitions().isEmpty { resumedAt = held }
+        }
+        #expect(resumedAt == CrashGuardState.holdResumeAt)
+        let taken = limit + 2
+        // A partition that is revoked is not held.
+        _ = state.round((taken..<taken + limit).map(Self.record), outstanding: [:])
+        #expect(state.holdingPartitions() == [Self.tp])
+        _ = state.revoked([Self.tp], outstanding: [:])
+        #expect(state.holdingPartitions().isEmpty)
     }
 
     @Test func runningAloneIsBoundedByAWindowAndClearedRecordsGoAtOnce() {
