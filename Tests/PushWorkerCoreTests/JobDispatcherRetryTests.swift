@@ -262,6 +262,42 @@ import Testing
         #expect(order.value.last == "follower 4")
     }
 
+    /// The retry's copy is read back from the retry topic while the thread that parked the key is still
+    /// handing the retry over (here: from within that hand-over): nothing of the key is in transit any more,
+    /// so once the hand-over ends the key is free here, and its next record runs instead of taking the
+    /// retry topic's detour. Before the fix the park stayed until it expired (minutes).
+    @Test(.timeLimit(.minutes(1))) func aRetryReadBackWhileItIsHandedOverLeavesTheKeyUnparked() async throws {
+        let outputs = Outputs()
+        let box = Locked<JobDispatcher?>(nil)
+        var registry = WorkerRegistry()
+        registry.register(type: "flaky", worker: ClosureWorker { _ in .failed(retryable: true) }, name: "flaky")
+        registry.register(type: "ok", worker: ClosureWorker { _ in .newData }, name: "ok")
+        let readBack = InputRecord(source: source(10, topic: Self.retryTopic), key: Array("device-a".utf8), value: Payload.silent(type: "ok"),
+                                   headers: [Self.header(Job.attemptsHeader, "1")], receivedAtMs: WallClock.nowMs())
+        let dispatcher = JobDispatcher(
+            registry: registry, maxInFlight: 8, executor: BudgetedExecutor(),
+            delay: DelaySettings(retryTopic: Self.retryTopic, defaultPolicy: RetryPolicy(initialDelay: .milliseconds(200), jitter: 0)),
+            random: { 0.5 }
+        ) { batch in
+            for output in batch { outputs.onOutput(output) }
+            // The retry handed over: its copy comes straight back, before the hand-over has ended.
+            if batch.contains(where: { if case .result(_, _, let retry) = $0 { retry != nil } else { false } }) {
+                box.value?.submit([readBack])
+            }
+        }
+        box.withLock { $0 = dispatcher }
+        dispatcher.submit([Self.record("flaky", offset: 1, key: "device-a")])
+        #expect(await idle(dispatcher))
+        #expect(outputs.result(offset: 1)?.willRetry == true)
+        #expect(outputs.result(offset: 10, topic: Self.retryTopic)?.result == .newData)
+        #expect(dispatcher.parkedKeyCount == 0)
+        dispatcher.submit([Self.record("ok", offset: 2, key: "device-a")])
+        #expect(await idle(dispatcher))
+        #expect(outputs.result(offset: 2)?.result == .newData, "runs here, not forwarded")
+        #expect(outputs.forwards.isEmpty)
+        box.withLock { $0 = nil }
+    }
+
     /// The retry runs (and fails) again before its followers are read back from the retry topic: they come
     /// back ahead of the new retry there, so they are forwarded behind it again instead of running first.
     @Test(.timeLimit(.minutes(1))) func followersReadBackAfterTheirRetryFailedAgainFollowTheNewRetry() async throws {
