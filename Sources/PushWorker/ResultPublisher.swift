@@ -26,168 +26,23 @@ import Synchronization
 /// lane published after the report, but records of its lane already handed to librdkafka before the
 /// report may be written before it.
 final class ResultPublisher: Sendable {
-    /// A result or dead letter on its way: the record, and what retrying, replacing and acknowledging it need.
-    struct Outgoing: Sendable {
-        /// The record to produce. Kept, with ``labels`` and ``result``, in one shared immutable ``Body``: an
-        /// outgoing record is copied several times on its way (the batch, the in-flight table, the records to
-        /// produce, a lane), and each copy then retains one object instead of every array and string of the
-        /// record and its result (retain and release were a quarter of pushworker's CPU samples under `perf`).
-        var record: KafkaOutgoingRecord {
-            get { body.record }
-            set { body = Body(record: newValue, labels: body.labels, result: body.result) }
-        }
-        var source: TopicPartition
-        var offset: Int64
-        /// The result's labels in `pushworker_results_total` (or `pushworker_dead_letters_total`), counted
-        /// once acknowledged.
-        var labels: ResultKey { body.labels }
-        /// Publish order (over all lanes): a lane keeps its records in this order.
-        var sequence: UInt64
-        /// When it was published (``WallClock/monotonicNs()``), for the age of the oldest unacknowledged one.
-        var publishedAtNs: Int64
-        /// Whether this is the dead letter of the input record rather than its result.
-        var isDeadLetter = false
-        /// Whether this is a copy of the input record for the retry topic (its next attempt, or a record
-        /// forwarded there without a result) rather than its result.
-        var isRetryTopicCopy = false
-        /// Whether the input record has a second record (its result and its dead letter) to wait for.
-        var hasCompanion = false
-        /// 0 for the record as published, then the ``ResultPublisher/replacement(of:result:isDeadLetter:stage:error:)`` stage.
-        var stage = 0
-        /// The result (for results only), to build a replacement from.
-        var result: ResultRecord? { body.result }
-        private var body: Body
-        /// Whether it was sent alone to test its failing lane (its acknowledgement lets the lane go on).
-        var isProbe = false
-
-        init(record: KafkaOutgoingRecord, source: TopicPartition, offset: Int64, labels: ResultKey, sequence: UInt64,
-             publishedAtNs: Int64, result: ResultRecord? = nil) {
-            self.body = Body(record: record, labels: labels, result: result)
-            self.source = source
-            self.offset = offset
-            self.sequence = sequence
-            self.publishedAtNs = publishedAtNs
-        }
-
-        /// What copies of an outgoing record share; a change makes a new one.
-        private final class Body: Sendable {
-            let record: KafkaOutgoingRecord
-            let labels: ResultKey
-            let result: ResultRecord?
-
-            init(record: KafkaOutgoingRecord, labels: ResultKey, result: ResultRecord?) {
-                self.record = record
-                self.labels = labels
-                self.result = result
-            }
-        }
-    }
-
-    /// An input record's position, for records waiting on more than one acknowledgement.
-    private struct Position: Hashable {
-        var partition: TopicPartition
-        var offset: Int64
-    }
-
-    /// The records of one input partition waiting to be produced.
-    struct Lane {
-        /// Waiting records, in ``Outgoing/sequence`` order.
-        var waiting: [Outgoing] = []
-        /// The token of the record sent alone to test the lane after a failure, until its report.
-        var probe: UInt64?
-        /// Whether the lane failed and no probe has been acknowledged since: then it sends one record at a time.
-        var failing = false
-        /// Failed attempts in a row (the backoff doubles with each).
-        var failures = 0
-        /// Not before this time (``WallClock/monotonicNs()``) is the lane produced again.
-        var retryAtNs: Int64 = 0
-        /// Whether a ``ResultPublisher/drain(_:)`` is producing the lane (one at a time, so that two
-        /// threads never interleave one lane's records).
-        var draining = false
-
-        var isIdle: Bool { waiting.isEmpty && probe == nil && !failing && !draining }
-
-        /// Inserts by sequence (a new record goes last; a record coming back goes before later ones).
-        mutating func insert(_ outgoing: Outgoing) {
-            if let last = waiting.last, last.sequence > outgoing.sequence {
-                let index = waiting.firstIndex { $0.sequence > outgoing.sequence } ?? waiting.endIndex
-                waiting.insert(outgoing, at: index)
-            } else {
-                waiting.append(outgoing)
-            }
-        }
-
-        /// Inserts records by sequence, in one merge: O(waiting + records).
-        mutating func insert(contentsOf records: [Outgoing]) {
-            guard records.count > 1 else {
-                if let record = records.first { insert(record) }
-                return
-            }
-            let sorted = records.sorted { $0.sequence < $1.sequence }
-            guard let last = waiting.last, let first = sorted.first, last.sequence > first.sequence else {
-                waiting.append(contentsOf: sorted)
-                return
-            }
-            var merged: [Outgoing] = []
-            merged.reserveCapacity(waiting.count + sorted.count)
-            var i = 0, j = 0
-            while i < waiting.count && j < sorted.count {
-                if waiting[i].sequence <= sorted[j].sequence {
-                    merged.append(waiting[i]); i += 1
-                } else {
-                    merged.append(sorted[j]); j += 1
-                }
-            }
-            merged.append(contentsOf: waiting[i...])
-            merged.append(contentsOf: sorted[j...])
-            waiting = merged
-        }
-    }
-
-    private struct State {
-        var nextToken: UInt64 = 1
-        /// The records handed to librdkafka and not yet reported, by token. Starts small and grows with the
-        /// load (a table sized for 65 536 up front held some 24 MB of resident memory once filled, whatever
-        /// the load afterwards).
-        var inFlight: [UInt64: Outgoing] = Dictionary(minimumCapacity: 4096)
-        var lanes: [TopicPartition: Lane] = [:]
-        /// Acknowledgements still awaited for input records that have a result and a dead letter.
-        var partsLeft: [Position: Int] = [:]
-        /// When each kind of log line was last written (``WallClock/monotonicNs()``) and how many were skipped since.
-        var lastLog: [String: (atNs: Int64, skipped: Int)] = [:]
-        /// The input partitions this member owns (``own(_:)``, ``release(_:)``): results of others are dropped.
-        var owned: Set<TopicPartition> = []
-        /// Records of each input partition taken from the state and being handed to librdkafka now (after the
-        /// lock): ``release(_:)`` waits until none is, so nothing of a released partition is produced after it.
-        var handing: [TopicPartition: Int] = [:]
-        /// Whether the consumer's thread waits in ``ResultPublisher/waitForRoom(timeoutMs:)`` for ``inFlight``
-        /// to fall below ``ResultPublisher/maxInFlightRecords``: the delivery report that brings it there
-        /// signals ``ResultPublisher/room``.
-        var roomWanted = false
-
-        /// Counts `count` records of `tp` as being handed to librdkafka.
-        mutating func beginHanding(_ tp: TopicPartition, _ count: Int = 1) {
-            handing[tp, default: 0] += count
-        }
-    }
-
     /// The first backoff of a lane after a failure: 100 ms, doubling with each failure in a row.
     static let firstBackoff: Duration = .milliseconds(100)
     /// The longest backoff of a lane: 2 s.
     static let maximumBackoff: Duration = .seconds(2)
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// Batches submitted (``submit(_:)``) and not yet published, for the publishing thread.
-    private let queue = PublicationQueue()
+    let queue = PublicationQueue()
     /// The next ``Outgoing/sequence`` (publish order over all lanes).
-    private let nextSequence = Atomic<UInt64>(1)
-    private let producer: ProducerBox
-    private let resultsTopic: String
-    private let tracker: OffsetTracker
-    private let logger: PushWorkerLogger
-    private let metrics: ServiceMetrics
-    private let onRetried: @Sendable (Int) -> Void
-    private let onReplaced: @Sendable () -> Void
+    let nextSequence = Atomic<UInt64>(1)
+    let producer: ProducerBox
+    let resultsTopic: String
+    let tracker: OffsetTracker
+    let logger: PushWorkerLogger
+    let metrics: ServiceMetrics
+    let onRetried: @Sendable (Int) -> Void
+    let onReplaced: @Sendable () -> Void
 
     /// Creates the publisher and its producer.
     /// - Parameters:
@@ -260,7 +115,7 @@ final class ResultPublisher: Sendable {
 
     /// Signalled by the delivery report that brings the records in flight below ``maxInFlightRecords``
     /// while the consumer's thread waits (``State/roomWanted``).
-    private let room = DispatchSemaphore(value: 0)
+    let room = DispatchSemaphore(value: 0)
 
     /// Waits, up to `timeoutMs` in all, while the publishing thread has ``maxQueuedPublications`` or more
     /// publications to get through, and then while ``maxInFlightRecords`` or more records are handed to
@@ -350,7 +205,7 @@ final class ResultPublisher: Sendable {
     }
 
     /// Marks `count` records of `tp` as handed to librdkafka (see ``State/handing``).
-    private func endHanding(_ tp: TopicPartition, _ count: Int = 1) {
+    func endHanding(_ tp: TopicPartition, _ count: Int = 1) {
         state.withLock { state in
             let left = state.handing[tp, default: 0] - count
             state.handing[tp] = left > 0 ? left : nil
@@ -485,7 +340,7 @@ final class ResultPublisher: Sendable {
     }
 
     /// Sleeps about `milliseconds` without holding a thread, in a cancelled task too.
-    private static func pause(milliseconds: Int) async {
+    static func pause(milliseconds: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { continuation.resume() }
         }
@@ -495,7 +350,7 @@ final class ResultPublisher: Sendable {
     /// Records of partitions this member no longer owns are dropped (logged at debug). A record librdkafka
     /// does not take is dealt with (``failed(_:)``), and the later records of its lane in the batch go back
     /// to the lane behind it, unproduced, so that a lane's records never overtake one another.
-    private func enqueue(_ batch: [Outgoing]) {
+    func enqueue(_ batch: [Outgoing]) {
         guard let producer = producer.producer, !batch.isEmpty else { return }
         var dropped: [Outgoing] = []
         var toProduce: [(token: UInt64, outgoing: Outgoing)] = []
@@ -575,7 +430,7 @@ final class ResultPublisher: Sendable {
 
     /// Produces lane `tp`'s waiting records in order: all of them, or only the first (as a probe) while the
     /// lane is failing. Stops at the first record librdkafka does not take and deals with it.
-    private func drain(_ tp: TopicPartition) {
+    func drain(_ tp: TopicPartition) {
         guard let producer = producer.producer else { return }
         var owner = false
         while true {
@@ -635,253 +490,5 @@ final class ResultPublisher: Sendable {
             }
             // Replaced by a smaller record: produce it (and what follows) now.
         }
-    }
-
-    /// A record librdkafka did not take (`produce` threw) or did not deliver (its delivery report), with
-    /// the token it was sent with.
-    private typealias Failure = (token: UInt64, outgoing: Outgoing, error: KafkaError)
-
-    /// Deals with records librdkafka did not take or did not deliver: replaces each that can never be
-    /// produced as it is, keeps the others at their place in their lane and backs those lanes off (a full
-    /// queue only waits for the next round). One lock for the whole batch, each lane merged once, so a
-    /// burst of failures (a broker outage failing every record in flight) costs O(records) and not more.
-    /// Returns the lanes that can be produced again at once (a replacement waits there).
-    private func failed(_ failures: [Failure]) -> Set<TopicPartition> {
-        var back: [TopicPartition: [Outgoing]] = [:]
-        var backOff: Set<TopicPartition> = []
-        var replaced: Set<TopicPartition> = []
-        var counts: [String: (topic: String, failure: ProduceFailure, count: Int)] = [:]
-        for (_, outgoing, error) in failures {
-            let failure = error.produceFailure
-            let topic = outgoing.record.topic
-            if error.code == .queueFull {
-                // librdkafka's queue is full: not a failure of the lane, retried at the next round.
-                back[outgoing.source, default: []].append(outgoing)
-                continue
-            }
-            counts["\(failure.rawValue)|\(topic)", default: (topic, failure, 0)].count += 1
-            if failure == .recordRejected,
-               let (record, stage, stageName) = Self.replacement(of: outgoing.record, result: outgoing.result, isDeadLetter: outgoing.isDeadLetter, stage: outgoing.stage, error: error) {
-                var replacement = outgoing
-                replacement.record = record
-                replacement.stage = stage
-                let kind = outgoing.isDeadLetter ? "deadLetter" : "result"
-                metrics.replaced(kind: kind, stage: stageName)
-                onReplaced()
-                log(.error, "\(kind)-replaced", outgoing.isDeadLetter
-                        ? "a dead letter can never be produced as it is; a smaller stub replaces it (docs/guarantees.md)"
-                        : "a result can never be produced as it is; a smaller one replaces it (docs/guarantees.md)",
-                    error: error, topic: topic, outgoing: outgoing, extra: ["replacement": stageName])
-                back[outgoing.source, default: []].append(replacement)
-                replaced.insert(outgoing.source)
-                continue
-            }
-            back[outgoing.source, default: []].append(outgoing)
-            backOff.insert(outgoing.source)
-            let what = outgoing.isDeadLetter ? "a dead letter" : "a result"
-            switch failure {
-            case .transient:
-                log(.warning, "transient-\(topic)", "cannot deliver \(what) yet; kept and produced again after a backoff",
-                    error: error, topic: topic, outgoing: outgoing)
-            case .topicRefused:
-                log(.error, "refused-\(topic)", "the topic refuses \(what); kept, and its input partition waits, until the topic accepts writes (check its ACLs and that it exists; docs/guarantees.md)",
-                    error: error, topic: topic, outgoing: outgoing)
-            case .fatal:
-                log(.error, "fatal-\(topic)", "the producer can no longer produce; \(what) is kept; restart pushworker",
-                    error: error, topic: topic, outgoing: outgoing)
-            case .recordRejected:
-                log(.error, "rejected-\(topic)", "even the smallest replacement of \(what) is refused; kept, and its input partition waits (raise message.max.bytes)",
-                    error: error, topic: topic, outgoing: outgoing)
-            }
-        }
-        for (topic, failure, count) in counts.values { metrics.produceError(topic: topic, failure: failure, count: count) }
-        let tokens = Set(failures.map(\.token))
-        let now = WallClock.monotonicNs()
-        state.withLock { state in
-            for (tp, outgoing) in back {
-                var lane = state.lanes[tp] ?? Lane()
-                if let probe = lane.probe, tokens.contains(probe) { lane.probe = nil }
-                // A partition released meanwhile keeps nothing: its next owner reads the records again.
-                guard state.owned.contains(tp) else {
-                    state.lanes[tp] = lane.isIdle || (lane.probe == nil && !lane.draining && lane.waiting.isEmpty) ? nil : lane
-                    continue
-                }
-                lane.insert(contentsOf: outgoing)
-                if backOff.contains(tp) {
-                    lane.failing = true
-                    lane.failures += 1
-                    let backoffNs = min(Self.maximumBackoff.nanoseconds, Self.firstBackoff.nanoseconds << min(lane.failures - 1, 20))
-                    lane.retryAtNs = now + backoffNs
-                }
-                state.lanes[tp] = lane
-            }
-        }
-        return replaced.subtracting(backOff)
-    }
-
-    private func delivered(
-        _ reports: [KafkaDeliveryReport],
-        storeOffsets: @Sendable ([TopicPartitionOffset]) -> Void,
-        onDelivered: (@Sendable (KafkaOutgoingRecord) -> Void)?
-    ) {
-        var acknowledged: [(TopicPartition, Int64)] = []
-        acknowledged.reserveCapacity(reports.count)
-        var labels: [ResultKey] = []
-        labels.reserveCapacity(reports.count)
-        var deadLetterLabels: [ResultKey] = []
-        var retriedLabels: [ResultKey] = []
-        var failed: [Failure] = []
-        var records: [KafkaOutgoingRecord] = []
-        var roomFreed = false
-        state.withLock { state in
-            for report in reports {
-                guard let outgoing = state.inFlight.removeValue(forKey: report.token) else { continue }
-                if let error = report.error {
-                    failed.append((report.token, outgoing, error))
-                    continue
-                }
-                if outgoing.isProbe, state.lanes[outgoing.source]?.probe == report.token {
-                    // The lane delivers again: the rest of it follows in order.
-                    state.lanes[outgoing.source]?.probe = nil
-                    state.lanes[outgoing.source]?.failing = false
-                    state.lanes[outgoing.source]?.failures = 0
-                    state.lanes[outgoing.source]?.retryAtNs = 0
-                }
-                if outgoing.isDeadLetter {
-                    deadLetterLabels.append(outgoing.labels)
-                } else if outgoing.isRetryTopicCopy {
-                    // Counted when sent (``ServiceMetrics/retryTopicRecords``); not a result.
-                } else {
-                    labels.append(outgoing.labels)
-                    if outgoing.result?.willRetry == true { retriedLabels.append(outgoing.labels) }
-                    if onDelivered != nil { records.append(outgoing.record) }
-                }
-                if outgoing.hasCompanion {
-                    let position = Position(partition: outgoing.source, offset: outgoing.offset)
-                    let left = (state.partsLeft[position] ?? 1) - 1
-                    state.partsLeft[position] = left > 0 ? left : nil
-                    if left > 0 { continue }
-                }
-                acknowledged.append((outgoing.source, outgoing.offset))
-            }
-            if state.roomWanted && state.inFlight.count < Self.maxInFlightRecords {
-                state.roomWanted = false
-                roomFreed = true
-            }
-        }
-        if roomFreed { room.signal() }
-        if !acknowledged.isEmpty {
-            let moved = tracker.complete(acknowledged)
-            if !moved.isEmpty { storeOffsets(moved) }
-        }
-        metrics.resultsAcknowledged(labels)
-        metrics.deadLettersAcknowledged(deadLetterLabels)
-        if !retriedLabels.isEmpty { metrics.retriedResultsAcknowledged(retriedLabels) }
-        if let onDelivered { records.forEach(onDelivered) }
-        if !failed.isEmpty {
-            onRetried(failed.count)
-            metrics.deliveryRetries.increment(by: Double(failed.count))
-            _ = self.failed(failed)
-        }
-        retryBacklog()
-    }
-
-    private func log(_ level: PushWorkerLogger.Level, _ kind: String, _ message: String, error: KafkaError, topic: String, outgoing: Outgoing, extra: [String: String] = [:]) {
-        let now = WallClock.monotonicNs()
-        let skipped = state.withLock { state -> Int? in
-            let last = state.lastLog[kind]
-            if let last, now - last.atNs < 1_000_000_000 {
-                state.lastLog[kind] = (last.atNs, last.skipped + 1)
-                return nil
-            }
-            state.lastLog[kind] = (now, 0)
-            return last?.skipped ?? 0
-        }
-        guard let skipped else { return }
-        var metadata = [
-            "error": error.message, "errorName": error.rdKafkaErrorName ?? "", "class": error.produceFailure.rawValue, "topic": topic,
-            "sourceTopic": outgoing.source.topic, "sourcePartition": String(outgoing.source.partition), "sourceOffset": String(outgoing.offset),
-        ]
-        if skipped > 0 { metadata["similarLinesSkipped"] = String(skipped) }
-        metadata.merge(extra) { $1 }
-        switch level {
-        case .error: logger.error(message, metadata: metadata)
-        default: logger.warning(message, metadata: metadata)
-        }
-    }
-}
-
-extension ResultPublisher {
-    /// The longest `type`, `reason`, `worker` or `messageId` a minimal result keeps: 256 bytes.
-    static let minimalFieldLimit = 256
-
-    /// The smaller record that replaces `record` when it can never be produced (`error` is a
-    /// ``ProduceFailure/recordRejected`` one), and its stage and stage name, or `nil` when there is nothing
-    /// smaller to try (the record is then kept and produced again as it is).
-    ///
-    /// For a result (`result` is its ``ResultRecord``), from stage 0:
-    /// 1. `withoutHeaders`: the same key and value, without the `apns-id` and `traceparent` headers;
-    ///    `detail` says so, with their sizes. Skipped when the record has no headers.
-    /// 2. `minimal`: no key, no headers; the value is the same result with `detail` replaced by a note of
-    ///    what was dropped (with sizes: the key, the `apns-id` and `traceparent` headers as names plus
-    ///    values, the detail, and any field below), and `messageId`, `type`, `reason` and `worker` each kept only when
-    ///    at most ``minimalFieldLimit`` bytes (a longer `messageId` becomes `<topic>-<partition>-<offset>`,
-    ///    the others `null`).
-    ///
-    /// For a dead letter, from stage 0:
-    /// 1. `stub`: ``DeadLetterRecord/stub(of:dropKey:error:)`` keeping the key.
-    /// 2. `stubWithoutKey`: the same without the key.
-    static func replacement(of record: KafkaOutgoingRecord, result: ResultRecord?, isDeadLetter: Bool, stage: Int, error: KafkaError)
-        -> (record: KafkaOutgoingRecord, stage: Int, name: String)? {
-        let errorName = error.rdKafkaErrorName ?? error.code.description
-        if isDeadLetter {
-            if stage < 1, let stub = DeadLetterRecord.stub(of: record, dropKey: false, error: errorName) { return (stub, 1, "stub") }
-            if stage < 2, let stub = DeadLetterRecord.stub(of: record, dropKey: true, error: errorName) { return (stub, 2, "stubWithoutKey") }
-            return nil
-        }
-        guard let result, stage < 2 else { return nil }
-        if stage < 1 && !record.headers.isEmpty {
-            var reduced = result
-            let sizes = record.headers.map { "\($0.name) \($0.value?.count ?? 0) bytes" }.joined(separator: ", ")
-            let note = "pushworker: result headers not copied (\(sizes)): the record with them was refused (\(errorName))"
-            reduced.detail = result.detail.map { "\(note); detail: \($0)" } ?? note
-            return (KafkaOutgoingRecord(topic: record.topic, partition: record.partition, key: record.key, value: reduced.jsonBytes()), 1, "withoutHeaders")
-        }
-        var minimal = result
-        var dropped: [String] = []
-        if let key = result.key { dropped.append("key \(key.count) bytes") }
-        // The result's headers (names and values), whether or not an earlier stage dropped them already.
-        let headerBytes = (result.apnsIdHeader.map { "apns-id".utf8.count + $0.count } ?? 0)
-            + (result.traceparentHeader.map { "traceparent".utf8.count + $0.count } ?? 0)
-        if headerBytes > 0 { dropped.append("headers \(headerBytes) bytes") }
-        if let detail = result.detail { dropped.append("detail \(detail.utf8.count) bytes") }
-        if minimal.messageId.utf8.count > minimalFieldLimit {
-            dropped.append("messageId \(minimal.messageId.utf8.count) bytes")
-            minimal.messageId = "\(result.source.topic)-\(result.source.partition)-\(result.source.offset)"
-        }
-        if let type = minimal.type, type.utf8.count > minimalFieldLimit {
-            dropped.append("type \(type.utf8.count) bytes")
-            minimal.type = nil
-        }
-        if let reason = minimal.reason, reason.rawValue.utf8.count > minimalFieldLimit {
-            dropped.append("reason \(reason.rawValue.utf8.count) bytes")
-            minimal.reason = nil
-        }
-        if let worker = minimal.worker, worker.utf8.count > minimalFieldLimit {
-            dropped.append("worker \(worker.utf8.count) bytes")
-            minimal.worker = nil
-        }
-        minimal.detail = "pushworker: minimal result, the full one was refused (\(errorName)); dropped: \(dropped.joined(separator: ", "))"
-        minimal.key = nil
-        return (KafkaOutgoingRecord(topic: record.topic, partition: record.partition, key: nil, value: minimal.jsonBytes()), 2, "minimal")
-    }
-}
-
-extension Duration {
-    /// The duration in nanoseconds (saturating).
-    fileprivate var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : scaled + attoseconds / 1_000_000_000
     }
 }

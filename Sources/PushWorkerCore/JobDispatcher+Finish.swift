@@ -27,7 +27,7 @@ extension JobDispatcher {
     /// key is parked and before its followers: handed over first, its retry copy could be delivered and
     /// read back from the retry topic before the key was parked, and then count against a parking made
     /// after it (found by RetryServiceTests on a loaded machine: the retry ran as its own follower). Until
-    /// it is handed over, records of the key that other threads forward (``Park/handingOver``) wait and are
+    /// it is handed over, records of the key that other threads forward (``RetryParking/Park/handingOver``) wait and are
     /// handed over after it, by this thread: handed over at once, one could reach the retry topic ahead of
     /// the retry, be read back first and run before it (found by the same tests: a key's steps ran 1, 0, 2, 3).
     func finished(_ pending: Pending, failed: Bool, retried: Bool, output: DispatcherOutput) {
@@ -74,25 +74,16 @@ extension JobDispatcher {
                     let runsLeft = Int64(max(0, policy.maxAttempts - pending.job.attempt))
                     let horizon = policy.longestRemainingWait(afterAttempt: pending.job.attempt) + pending.worker.budget * runsLeft + delay.parkSlack
                     let expires = nowNs.addingReportingOverflow(horizon.wholeNanoseconds)
-                    var park = state.parked[key] ?? Park(inTransit: 0, expiresAtNs: 0)
-                    // Records of the key still in the retry topic (forwarded behind an earlier attempt and not
-                    // read back yet) were written before this retry: they come back first and follow it again.
-                    park.forwardAgain = park.inTransit
-                    park.inTransit += 1 + followers.count
-                    park.expiresAtNs = max(park.expiresAtNs, expires.overflow ? .max : expires.partialValue)
                     var retryOutputs = [output]
                     retryOutputs.reserveCapacity(1 + followers.count)
                     for follower in followers { retryOutputs.append(.forward(follower.input, forward(follower, .follower))) }
-                    if park.handingOver {
-                        // An earlier retry of the key is still being handed over (by a thread that has not
-                        // come back for its deferred outputs yet): this one follows it.
-                        park.deferred += retryOutputs
-                    } else {
-                        park.handingOver = true
-                        outputs = retryOutputs
+                    // Behind an earlier retry of the key still being handed over (by a thread that has not come
+                    // back for its deferred outputs yet), they are kept and follow it (nil).
+                    if let now = state.parked.park(key, outputs: retryOutputs, followers: followers.count,
+                                                   expiresAtNs: expires.overflow ? .max : expires.partialValue) {
+                        outputs = now
                         handingOverKey = key
                     }
-                    state.parked[key] = park
                 } else {
                     // The key's next job moves to the back of the ready line; it waits no longer for its key.
                     state.passKey(key, nowNs: nowNs)
@@ -121,25 +112,11 @@ extension JobDispatcher {
     }
 
     /// Hands over, in order, the outputs of `key` deferred while this thread handed over the retry that
-    /// parked it (``Park/deferred``), until none is left; then records of the key are forwarded at once again
+    /// parked it (``RetryParking/Park/deferred``), until none is left; then records of the key are forwarded at once again
     /// while some are in transit, and the key is unparked when none is.
     func handOverDeferred(of key: [UInt8]) {
         while true {
-            let batch = state.withLock { state -> [DispatcherOutput] in
-                guard var park = state.parked[key], park.handingOver else { return [] }
-                let batch = park.deferred
-                guard batch.isEmpty else {
-                    park.deferred = []
-                    state.parked[key] = park
-                    return batch
-                }
-                // Done. What was read back meanwhile kept the park for this hand-over only: with nothing of
-                // the key in transit any more, the key is free here (else it stayed parked until it expired,
-                // and its next records took the retry topic's detour).
-                park.handingOver = false
-                state.parked[key] = park.inTransit > 0 ? park : nil
-                return []
-            }
+            let batch = state.withLock { $0.parked.takeDeferred(key) }
             guard !batch.isEmpty else { return }
             onOutputs(batch)
         }

@@ -124,32 +124,4 @@ extension JobDispatcher {
         /// The job's payload `type` (for ``JobDispatcher/loadByType()``).
         var type: String? { core.job.type }
     }
-
-    /// A key parked on this member (``State/parked``).
-    struct Park {
-        /// Records of the key forwarded to the retry topic by this member and not yet read back here.
-        var inTransit: Int
-        /// When the parking ends even if they never come back here (another member reads them).
-        var expiresAtNs: Int64
-        /// Of ``inTransit``, the records written to the retry topic before a later retry of their key (its
-        /// run failed again before they were read back): they come back ahead of it, and each is forwarded
-        /// again, behind it, so that the key's records still run in offset order.
-        var forwardAgain = 0
-        /// Whether the retry that parked the key (its result, its retry-topic copy and its followers) has
-        /// been decided under the lock but not yet handed over: records of the key forwarded meanwhile wait
-        /// in ``deferred`` so that they reach the retry topic behind it, not ahead of it.
-        var handingOver = false
-        /// Outputs of the key decided while ``handingOver``, in order; the thread handing the retry over
-        /// hands them over after it (``JobDispatcher/handOverDeferred(of:)``).
-        var deferred: [DispatcherOutput] = []
-
-        /// Keeps `output` (a record of the key on its way to the retry topic) in ``deferred`` while the
-        /// retry that parked the key is being handed over; returns whether it did (else the caller hands
-        /// `output` over itself).
-        mutating func deferWhileHandingOver(_ output: @autoclosure () -> DispatcherOutput) -> Bool {
-            guard handingOver else { return false }
-            deferred.append(output())
-            return true
-        }
-    }
 }

@@ -23,7 +23,7 @@ extension JobDispatcher {
         /// Finished jobs (and batches of held jobs that left their wait without running) whose outputs are
         /// decided but not yet handed over (``JobDispatcher/finished(_:failed:retried:output:)``
         /// releases the slot under the lock and hands the outputs over after it), with the outputs deferred
-        /// behind them (``Park/deferred``).
+        /// behind them (``RetryParking/Park/deferred``).
         var handOvers = 0
         /// Whether no worker runs, none waits and every output decided has been handed over.
         var isIdle: Bool { running == 0 && waiting == 0 && handOvers == 0 }
@@ -40,7 +40,7 @@ extension JobDispatcher {
         var heldSinceWake = false
         /// Keys whose records go through the retry topic behind an earlier record of theirs (a retry):
         /// the records forwarded and not yet read back here, and when the parking ends anyway.
-        var parked: [[UInt8]: Park] = [:]
+        var parked = RetryParking()
 
         /// Holds `pending` until its time.
         mutating func hold(_ pending: Pending, dueNs: Int64) {

@@ -230,31 +230,16 @@ public final class JobDispatcher: Sendable {
     /// waiting one), finishes it at once (an immediate worker), starts it, or queues it for a slot.
     func place(_ routedPending: Pending, outcomeNow: WorkerOutcome?, nowNs: Int64, in state: inout State, effects: inout Effects) {
         var pending = routedPending
-        if let key = pending.job.key, !state.parked.isEmpty, var park = state.parked[key] {
-            if pending.fromRetryTopic {
-                // A record of the key read back from the retry topic: it is in the key's line again here.
-                park.inTransit -= 1
-                if park.forwardAgain > 0 && park.expiresAtNs > nowNs {
-                    // It was written before a later retry of its key, which is still in the retry topic: it
-                    // follows that retry again.
-                    park.forwardAgain -= 1
-                    park.inTransit += 1
-                    let forward = forward(pending, .follower)
-                    if !park.deferWhileHandingOver(.forward(pending.input, forward)) { effects.forwards.append((pending, forward)) }
-                    state.parked[key] = park
-                    return
-                }
-                // A park whose retry is being handed over stays until it is (its deferred outputs are in it).
-                state.parked[key] = (park.inTransit > 0 && park.expiresAtNs > nowNs) || park.handingOver ? park : nil
-            } else if park.expiresAtNs > nowNs {
-                // An earlier record of its key waits in the retry topic: this one follows it there.
-                park.inTransit += 1
-                let forward = forward(pending, .follower)
-                if !park.deferWhileHandingOver(.forward(pending.input, forward)) { effects.forwards.append((pending, forward)) }
-                state.parked[key] = park
+        if let key = pending.job.key, !state.parked.isEmpty {
+            // Its key parked: it follows the key's retry through the retry topic (or, read back from there,
+            // it is in the key's line here again).
+            switch state.parked.arrive(key, fromRetryTopic: pending.fromRetryTopic, nowNs: nowNs,
+                                       forward: .forward(pending.input, forward(pending, .follower))) {
+            case .placeHere: break
+            case .follow:
+                effects.forwards.append((pending, forward(pending, .follower)))
                 return
-            } else if !park.handingOver {
-                state.parked[key] = nil
+            case .followDeferred: return
             }
         }
         if !pending.holdsKey, let dueNs = pending.dueNs, dueNs > nowNs {
