@@ -36,8 +36,20 @@ struct CrashGuardState {
         var head = 0
         /// The offset last handed over (run or answered), if any.
         var lastReleased: Int64?
+        /// The lowest record answered `workerCrashed` without running here. No marker says that records
+        /// past it ran alone and ended (``clamped(_:)``): if its offset is not yet committed when this process
+        /// ends, its next owner reads it again and must not run it at once, where a death is pinned on no
+        /// record and no marker changes (a crash loop without end).
+        var condemnedFloor: Int64?
+        /// Whether the last marker written names ``lastReleased`` as running: once it is answered and
+        /// nothing else is waiting, a marker that clears it replaces it (``CrashGuardState/release(outstanding:into:highest:)``),
+        /// so that an end that writes nothing (a lost group, a second SIGTERM) is not counted as its death.
+        var namesRunning = false
 
         var waiting: Int { queue.count - head }
+
+        /// `cleared` as a marker may say it: never past ``condemnedFloor``.
+        func clamped(_ cleared: Int64) -> Int64 { min(cleared, condemnedFloor ?? .max) }
     }
 
     enum Mode {
@@ -97,9 +109,9 @@ struct CrashGuardState {
                 partitions[tp] = .isolating(Isolation(until: marker.lease, cleared: min(cleared ?? .min, marker.lease), suspect: nil))
                 isolatingCount += 1
                 findings.append(Finding(partition: tp, until: marker.lease, suspectOffset: nil, deaths: 0))
-            case .running(let offset, let deaths):
+            case .running(let offset, let deaths, let cleared):
                 let found = deaths + 1
-                partitions[tp] = .isolating(Isolation(until: marker.lease, cleared: min(offset, marker.lease), suspect: (offset, found)))
+                partitions[tp] = .isolating(Isolation(until: marker.lease, cleared: min(cleared ?? .min, offset, marker.lease), suspect: (offset, found)))
                 isolatingCount += 1
                 findings.append(Finding(partition: tp, until: marker.lease, suspectOffset: offset, deaths: found))
             }
@@ -197,7 +209,19 @@ struct CrashGuardState {
     /// next record alone once nothing of the partition is out; past the window, the rest at once.
     private mutating func release(outstanding: [TopicPartition: Int], into round: inout Round, highest: inout [TopicPartition: Int64]) {
         for (tp, mode) in partitions {
-            guard case .isolating(var isolation) = mode, isolation.waiting > 0 else { continue }
+            guard case .isolating(var isolation) = mode else { continue }
+            guard isolation.waiting > 0 else {
+                // Nothing waits: once the record run alone is answered, its marker gives way to one that
+                // clears it.
+                if isolation.namesRunning, let last = isolation.lastReleased, (outstanding[tp] ?? 0) == 0 {
+                    isolation.namesRunning = false
+                    let cleared = isolation.clamped(max(isolation.cleared, last + 1))
+                    round.writes.append(OffsetAndMetadata(tp, offset: isolation.until, metadata: CrashGuardMarker(
+                        lease: isolation.until, ending: .open(cleared: cleared == .min ? nil : cleared)).bytes))
+                    partitions[tp] = .isolating(isolation)
+                }
+                continue
+            }
             var passed = false
             while isolation.waiting > 0 {
                 let record = isolation.queue[isolation.head]
@@ -223,7 +247,7 @@ struct CrashGuardState {
                     let rest = isolation.queue[isolation.head...]
                     round.submit.append(contentsOf: rest)
                     if let top = rest.map(\.source.offset).max() { highest[tp] = max(highest[tp] ?? top, top) }
-                    partitions[tp] = .normal(lease: nil, cleared: isolation.windowEnd)
+                    partitions[tp] = .normal(lease: nil, cleared: isolation.windowEnd.map(isolation.clamped))
                     isolatingCount -= 1
                     round.isolationEnded.append(tp)
                     break
@@ -235,9 +259,20 @@ struct CrashGuardState {
                 let deaths = isolation.suspect.flatMap { $0.offset == offset ? $0.deaths : nil } ?? 0
                 if deaths >= settings.deathLimit {
                     round.condemned.append((record, deaths))
+                    isolation.condemnedFloor = min(isolation.condemnedFloor ?? offset, offset)
+                    // The marker names it with its deaths (the next owner counts one more): read again before
+                    // its offset is committed, it is answered again without running. It stays when the
+                    // partition goes idle.
+                    let cleared = isolation.clamped(offset)
+                    round.writes.append(OffsetAndMetadata(tp, offset: isolation.until, metadata: CrashGuardMarker(
+                        lease: isolation.until, ending: .running(offset: offset, deaths: deaths - 1, cleared: cleared == .min ? nil : cleared)).bytes))
+                    isolation.namesRunning = false
                 } else {
-                    round.writes.append(OffsetAndMetadata(tp, offset: isolation.until,
-                                                          metadata: CrashGuardMarker(lease: isolation.until, ending: .running(offset: offset, deaths: deaths)).bytes))
+                    // Every record below it has been answered (it goes once nothing is out).
+                    let cleared = isolation.clamped(offset)
+                    round.writes.append(OffsetAndMetadata(tp, offset: isolation.until, metadata: CrashGuardMarker(
+                        lease: isolation.until, ending: .running(offset: offset, deaths: deaths, cleared: cleared == .min ? nil : cleared)).bytes))
+                    isolation.namesRunning = true
                     round.submit.append(record)
                     round.isolated += 1
                     if deaths > 0 { round.suspects.append((record, deaths)) }
@@ -283,13 +318,16 @@ struct CrashGuardState {
             case .isolating(let isolation):
                 isolatingCount -= 1
                 let released = isolation.lastReleased ?? Int64.min
+                // Records run alone and answered are cleared for the next owner.
+                var cleared = isolation.cleared
+                if let last = isolation.lastReleased { cleared = max(cleared, (outstanding[tp] ?? 0) == 0 ? last + 1 : last) }
+                cleared = isolation.clamped(cleared)
                 if let suspect = isolation.suspect, released < suspect.offset || (released == suspect.offset && (outstanding[tp] ?? 0) > 0) {
                     // The next owner counts one more death on reading `running`: write one fewer.
-                    marker = CrashGuardMarker(lease: isolation.until, ending: .running(offset: suspect.offset, deaths: suspect.deaths - 1))
+                    cleared = min(cleared, suspect.offset)
+                    marker = CrashGuardMarker(lease: isolation.until, ending: .running(
+                        offset: suspect.offset, deaths: suspect.deaths - 1, cleared: cleared == .min ? nil : cleared))
                 } else {
-                    // Records run alone and answered are cleared for the next owner.
-                    var cleared = isolation.cleared
-                    if let last = isolation.lastReleased { cleared = max(cleared, (outstanding[tp] ?? 0) == 0 ? last + 1 : last) }
                     marker = CrashGuardMarker(lease: isolation.until, ending: .open(cleared: cleared == .min ? nil : cleared))
                 }
             }

@@ -2,8 +2,8 @@
 /// for the guard's own group (`<groupId>.crash-guard`, whose committed offset is ``lease``): written before records
 /// run, read by the partition's next owner (docs/guarantees.md, "A record that crashes the process").
 ///
-/// The text: `pushworker-crash-guard/1 lease=H` and then ` clean`, ` running=X deaths=D`, ` cleared=E`, or
-/// nothing.
+/// The text: `pushworker-crash-guard/1 lease=H` and then ` clean`, ` running=X deaths=D` (optionally followed
+/// by ` cleared=E`), ` cleared=E`, or nothing.
 public struct CrashGuardMarker: Equatable, Sendable {
     /// How the partition's last owner left it.
     public enum Ending: Equatable, Sendable {
@@ -13,8 +13,10 @@ public struct CrashGuardMarker: Equatable, Sendable {
         /// `cleared`, if any, had each run alone and ended (the isolation's progress, which a later owner
         /// does not repeat).
         case open(cleared: Int64?)
-        /// It ran the record at `offset` alone, after `deaths` earlier deaths of a process while it ran.
-        case running(offset: Int64, deaths: Int)
+        /// It ran the record at `offset` alone, after `deaths` earlier deaths of a process while it ran; the
+        /// records below `cleared`, if any, had each run alone and ended (never past a record answered
+        /// without running: read again, it must not run at once). Without `cleared`, none had.
+        case running(offset: Int64, deaths: Int, cleared: Int64?)
     }
 
     /// The first offset no owner had started when this was written.
@@ -33,7 +35,9 @@ public struct CrashGuardMarker: Equatable, Sendable {
         switch ending {
         case .clean: text += " clean"
         case .open(let cleared): if let cleared { text += " cleared=\(cleared)" }
-        case .running(let offset, let deaths): text += " running=\(offset) deaths=\(deaths)"
+        case .running(let offset, let deaths, let cleared):
+            text += " running=\(offset) deaths=\(deaths)"
+            if let cleared { text += " cleared=\(cleared)" }
         }
         return Self.prefix + Array(text.utf8)
     }
@@ -59,9 +63,14 @@ public struct CrashGuardMarker: Equatable, Sendable {
         case 2:
             guard let cleared = number(fields[1], "cleared") else { return nil }
             self.init(lease: lease, ending: .open(cleared: cleared))
-        case 3:
+        case 3, 4:
             guard let offset = number(fields[1], "running"), let deaths = number(fields[2], "deaths"), deaths <= 1_000_000 else { return nil }
-            self.init(lease: lease, ending: .running(offset: offset, deaths: Int(deaths)))
+            var cleared: Int64?
+            if fields.count == 4 {
+                guard let value = number(fields[3], "cleared") else { return nil }
+                cleared = value
+            }
+            self.init(lease: lease, ending: .running(offset: offset, deaths: Int(deaths), cleared: cleared))
         default:
             return nil
         }

@@ -39,7 +39,7 @@ import Testing
         #expect(findings == [.init(partition: Self.tp, until: 3, suspectOffset: nil, deaths: 0)])
         var round = state.round((0..<6).map(Self.record), outstanding: [:])
         #expect(round.submit.map(\.source.offset) == [0] && round.isolated == 1)
-        #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 3, ending: .running(offset: 0, deaths: 0)))
+        #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 3, ending: .running(offset: 0, deaths: 0, cleared: 0)))
         // Five records held: the partition is read on (paused only from CrashGuardState.holdPauseAt).
         #expect(state.holdingPartitions().isEmpty)
         // Offset 0 not yet answered: nothing more.
@@ -55,6 +55,33 @@ import Testing
         // The new lease says where running alone ended: a later owner does not run those alone again.
         #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 106, ending: .open(cleared: 3)))
         #expect(state.holdingPartitions().isEmpty && state.isolatingCount == 0)
+    }
+
+    @Test func anAnsweredRecordRunAloneIsClearedOnceNothingWaitsAndACondemnedOneStaysNamed() throws {
+        // Record 0 runs alone and is answered with nothing waiting: its `running` marker gives way to one that
+        // clears it, so that an end that writes nothing (a lost group, a second SIGTERM) is no death of it.
+        var state = CrashGuardState(settings: .init(deathLimit: 2, leaseRecords: 100))
+        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 3, deaths: 1, cleared: nil))])
+        #expect(state.round([Self.record(0)], outstanding: [:]).writes.compactMap(Self.marker)
+                == [CrashGuardMarker(lease: 10, ending: .running(offset: 0, deaths: 0, cleared: 0))])
+        #expect(state.round([], outstanding: [Self.tp: 1]).writes.isEmpty, "still out")
+        #expect(state.round([], outstanding: [:]).writes.compactMap(Self.marker) == [CrashGuardMarker(lease: 10, ending: .open(cleared: 1))])
+        #expect(state.round([], outstanding: [:]).writes.isEmpty, "written once")
+        // Record 3 has reached the limit: answered without running, and the marker names it with its deaths
+        // (read again before its offset is committed, it is answered again without running).
+        var round = state.round([Self.record(1), Self.record(2), Self.record(3), Self.record(4)], outstanding: [:])
+        #expect(round.submit.map(\.source.offset) == [1])
+        _ = state.round([], outstanding: [:])
+        round = state.round([], outstanding: [:])
+        #expect(round.condemned.map(\.record.source.offset) == [3])
+        #expect(round.writes.compactMap(Self.marker) == [CrashGuardMarker(lease: 10, ending: .running(offset: 3, deaths: 1, cleared: 3))])
+        // Later markers never clear past it: read again, it must not run at once (a death pinned on no record,
+        // no marker changed: a crash loop without end).
+        round = state.round([], outstanding: [:])
+        #expect(round.submit.map(\.source.offset) == [4])
+        #expect(round.writes.compactMap(Self.marker) == [CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 0, cleared: 3))])
+        #expect(state.round([], outstanding: [:]).writes.compactMap(Self.marker) == [CrashGuardMarker(lease: 10, ending: .open(cleared: 3))])
+        #expect(state.revoked([Self.tp], outstanding: [:]).compactMap(Self.marker) == [CrashGuardMarker(lease: 10, ending: .open(cleared: 3))])
     }
 
     @Test func aPartitionHoldingManyRecordsIsPausedUntilItHoldsFew() {
@@ -116,7 +143,7 @@ import Testing
     @Test func aSuspectIsRunAgainUntilTheLimitThenAnsweredWithoutRunning() {
         for (deaths, condemned) in [(0, false), (1, false), (2, true)] {
             var state = CrashGuardState(settings: .init(deathLimit: 3, leaseRecords: 100))
-            let findings = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: deaths))])
+            let findings = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: deaths, cleared: nil))])
             #expect(findings.first?.deaths == deaths + 1 && findings.first?.suspectOffset == 4)
             let round = state.round((4..<8).map(Self.record), outstanding: [:])
             if condemned {
@@ -127,19 +154,19 @@ import Testing
         }
         // Run again: the marker counts the deaths so far, and the round names it for the log.
         var state = CrashGuardState(settings: .init(deathLimit: 3, leaseRecords: 100))
-        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 1))])
+        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 1, cleared: nil))])
         let round = state.round((4..<8).map(Self.record), outstanding: [:])
-        #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 2)))
+        #expect(round.writes.first.flatMap(Self.marker) == CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 2, cleared: 4)))
         #expect(round.suspects.map(\.deaths) == [2])
     }
 
     @Test func aRevocationBeforeTheSuspectKeepsItsDeathsAndAfterItKeepsOnlyTheLease() {
         var state = CrashGuardState(settings: .init(deathLimit: 3, leaseRecords: 100))
-        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 6, deaths: 1))])
+        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 6, deaths: 1, cleared: 6))])
         _ = state.round((4..<8).map(Self.record), outstanding: [:])
         // Read back, the marker gives the same two deaths: one fewer is written.
-        #expect(state.revoked([Self.tp], outstanding: [:]).first.flatMap(Self.marker) == CrashGuardMarker(lease: 10, ending: .running(offset: 6, deaths: 1)))
-        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 0))])
+        #expect(state.revoked([Self.tp], outstanding: [:]).first.flatMap(Self.marker) == CrashGuardMarker(lease: 10, ending: .running(offset: 6, deaths: 1, cleared: 6)))
+        _ = state.assigned([Self.tp: CrashGuardMarker(lease: 10, ending: .running(offset: 4, deaths: 0, cleared: nil))])
         _ = state.round((4..<8).map(Self.record), outstanding: [:])
         #expect(state.revoked([Self.tp], outstanding: [:]).first.flatMap(Self.marker) == CrashGuardMarker(lease: 10, ending: .open(cleared: 5)))
     }
@@ -169,8 +196,12 @@ import Testing
         var answers: [Int64: String] = [:]
         var deaths = 0
         var lives = 0
+        // Poisons answered without running and read again by a later life (their offsets not committed when
+        // a process died): each may run alone, and cost its deaths, once more.
+        var rereads = 0
         while answers.count < count {
             lives += 1
+            rereads += poisons.filter { $0 >= committed && answers[$0] == "crashed" }.count
             guard lives < 400 else { Issue.record("seed \(seed): no end after 400 lives, \(answers.count) of \(count) answered"); return }
             var state = CrashGuardState(settings: settings)
             _ = state.assigned([tp: stored])
@@ -213,23 +244,43 @@ import Testing
                     answers[offset] = answers[offset] ?? "ran"
                     done.insert(offset)
                 default:
-                    if Int.random(in: 0..<20, using: &random) == 0 {
+                    switch Int.random(in: 0..<20, using: &random) {
+                    case 0:
                         // A clean stop: the running jobs are cut short (no result), the markers say clean.
                         for write in state.revoked([tp], outstanding: [tp: running.count]) { stored = CrashGuardMarker(bytes: write.metadata) }
+                        while done.contains(committed) { committed += 1 }
                         break life
+                    case 1:
+                        // An end that writes nothing and is no record's fault (the group lost, a second SIGTERM)
+                        // while nothing runs, after the loop came round once more: it must cost no record a
+                        // death. (One while a record runs alone is counted as its death: the guard cannot tell
+                        // the two apart, docs/guarantees.md.) What was answered and not yet committed runs again.
+                        guard running.isEmpty else { continue }
+                        let round = state.round([], outstanding: [:])
+                        for write in round.writes { stored = CrashGuardMarker(bytes: write.metadata) }
+                        // The loop handed a waiting record over instead: it runs (the end comes later, if at all).
+                        running += round.submit.map(\.source.offset)
+                        for (record, _) in round.condemned {
+                            #expect(poisons.contains(record.source.offset), "seed \(seed): ordinary record \(record.source.offset) answered without running")
+                            answers[record.source.offset] = "crashed"
+                            done.insert(record.source.offset)
+                        }
+                        guard round.submit.isEmpty && round.condemned.isEmpty else { continue }
+                        break life
+                    default: break
                     }
                 }
-                while done.contains(committed) { committed += 1 }
+                // The consumer's commit: often, not at each answer (auto-commit).
+                if Int.random(in: 0..<3, using: &random) == 0 { while done.contains(committed) { committed += 1 } }
                 if answers.count == count && running.isEmpty { break }
             }
-            while done.contains(committed) { committed += 1 }
         }
         for offset in 0..<count {
             #expect(answers[offset] == (poisons.contains(offset) ? "crashed" : "ran"), "seed \(seed): offset \(offset) answered \(answers[offset] ?? "never")")
         }
         // Each poison: its pinned deaths, and a death while its partition ran at once for each window of
         // leaseRecords records run alone before it was reached.
-        let bound = poisons.count * (settings.deathLimit + 1) + Int(count / settings.leaseRecords) + 1
-        #expect(deaths <= bound, "seed \(seed): \(deaths) deaths for \(poisons.count) poisons, limit \(settings.deathLimit), lease \(settings.leaseRecords)")
+        let bound = (poisons.count + rereads) * (settings.deathLimit + 1) + Int(count / settings.leaseRecords) + 1
+        #expect(deaths <= bound, "seed \(seed): \(deaths) deaths for \(poisons.count) poisons (\(rereads) read again after their answer), limit \(settings.deathLimit), lease \(settings.leaseRecords)")
     }
 }

@@ -11,8 +11,8 @@ func fuzzOne(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let marker = CrashGuardMarker(bytes: input) else { return 0 }
     require(input.count <= CrashGuardMarker.maxBytes, "read a marker longer than the limit", input: input)
     require(marker.lease >= 0, "negative lease \(marker.lease)", input: input)
-    if case .running(let offset, let deaths) = marker.ending {
-        require(offset >= 0 && deaths >= 0, "negative running=\(offset) deaths=\(deaths)", input: input)
+    if case .running(let offset, let deaths, let cleared) = marker.ending {
+        require(offset >= 0 && deaths >= 0 && (cleared ?? 0) >= 0, "negative running=\(offset) deaths=\(deaths) cleared=\(String(describing: cleared))", input: input)
     }
     let text = marker.bytes
     require(text.starts(with: CrashGuardMarker.prefix) && text.count <= CrashGuardMarker.maxBytes, "written text out of shape", input: input)
