@@ -1,4 +1,4 @@
-// The jobs the dispatcher moves between its queues, and the records of a parked key.
+// The jobs the dispatcher moves between its queues, and the runs of those holding a slot.
 
 extension JobDispatcher {
     /// A routed job waiting for, or holding, a slot.
