@@ -79,7 +79,7 @@ extension JobDispatcher {
                     for follower in followers { retryOutputs.append(.forward(follower.input, forward(follower, .follower))) }
                     // Behind an earlier retry of the key still being handed over (by a thread that has not come
                     // back for its deferred outputs yet), they are kept and follow it (nil).
-                    if let now = state.parked.park(key, outputs: retryOutputs, followers: followers.count,
+                    if let now = state.parked.park(key, outputs: retryOutputs,
                                                    expiresAtNs: expires.overflow ? .max : expires.partialValue) {
                         outputs = now
                         handingOverKey = key

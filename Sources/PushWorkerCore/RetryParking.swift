@@ -81,17 +81,17 @@ struct RetryParking {
         return .followDeferred
     }
 
-    /// A record of `key` will be retried: `outputs` are its result with the retry-topic copy, then its
-    /// `followers` forwards (the key's queued records). Parks the key until `expiresAtNs` at least.
+    /// A record of `key` will be retried: `outputs` are its result with the retry-topic copy first, then a
+    /// forward for each of the key's queued records that follow it. Parks the key until `expiresAtNs` at least.
     /// - Returns: the outputs for the caller to hand over now, after which it calls ``takeDeferred(_:)``
     ///   until that returns nothing; or `nil` when an earlier retry of the key is still being handed over
     ///   (then they were kept behind it, and its thread hands them over).
-    mutating func park(_ key: [UInt8], outputs: [DispatcherOutput], followers: Int, expiresAtNs: Int64) -> [DispatcherOutput]? {
+    mutating func park(_ key: [UInt8], outputs: [DispatcherOutput], expiresAtNs: Int64) -> [DispatcherOutput]? {
         var park = parks[key] ?? Park(inTransit: 0, expiresAtNs: 0)
         // Records of the key still in the retry topic (forwarded behind an earlier attempt and not read back
         // yet) were written before this retry: they come back first and follow it again.
         park.forwardAgain = park.inTransit
-        park.inTransit += 1 + followers
+        park.inTransit += outputs.count
         park.expiresAtNs = max(park.expiresAtNs, expiresAtNs)
         defer { parks[key] = park }
         if park.handingOver {

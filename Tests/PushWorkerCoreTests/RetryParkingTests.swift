@@ -27,7 +27,7 @@ import Testing
         var parking = RetryParking()
         #expect(parking.arrive(Self.key, fromRetryTopic: false, nowNs: 0, forward: Self.output(0)) == .placeHere)
         // Offset 1 is retried with one follower (2): both in transit.
-        #expect(Self.offsets(parking.park(Self.key, outputs: [Self.output(1), Self.output(2)], followers: 1, expiresAtNs: 1_000)) == [1, 2])
+        #expect(Self.offsets(parking.park(Self.key, outputs: [Self.output(1), Self.output(2)], expiresAtNs: 1_000)) == [1, 2])
         #expect(parking.takeDeferred(Self.key).isEmpty)
         // A later record follows: three in transit.
         #expect(parking.arrive(Self.key, fromRetryTopic: false, nowNs: 10, forward: Self.output(3)) == .follow)
@@ -42,7 +42,7 @@ import Testing
 
     @Test func aParkingExpiresWhenItsRecordsAreReadElsewhere() {
         var parking = RetryParking()
-        _ = parking.park(Self.key, outputs: [Self.output(1)], followers: 0, expiresAtNs: 100)
+        _ = parking.park(Self.key, outputs: [Self.output(1)], expiresAtNs: 100)
         _ = parking.takeDeferred(Self.key)
         #expect(parking.arrive(Self.key, fromRetryTopic: false, nowNs: 99, forward: Self.output(2)) == .follow)
         #expect(parking.arrive(Self.key, fromRetryTopic: false, nowNs: 100, forward: Self.output(3)) == .placeHere)
@@ -51,10 +51,10 @@ import Testing
 
     @Test func recordsDecidedDuringAHandOverWaitBehindItAndAReadBackThenUnparks() {
         var parking = RetryParking()
-        #expect(Self.offsets(parking.park(Self.key, outputs: [Self.output(1)], followers: 0, expiresAtNs: 1_000)) == [1])
+        #expect(Self.offsets(parking.park(Self.key, outputs: [Self.output(1)], expiresAtNs: 1_000)) == [1])
         // Not yet handed over: a later record is kept behind it, and so is a second retry of the key.
         #expect(parking.arrive(Self.key, fromRetryTopic: false, nowNs: 1, forward: Self.output(2)) == .followDeferred)
-        #expect(parking.park(Self.key, outputs: [Self.output(5)], followers: 0, expiresAtNs: 2_000) == nil)
+        #expect(parking.park(Self.key, outputs: [Self.output(5)], expiresAtNs: 2_000) == nil)
         #expect(Self.offsets(parking.takeDeferred(Self.key)) == [2, 5])
         #expect(parking.takeDeferred(Self.key).isEmpty)
         #expect(parking.arrive(Self.key, fromRetryTopic: false, nowNs: 2, forward: Self.output(6)) == .follow)
@@ -62,7 +62,7 @@ import Testing
         // The retry's copy read back while it is still handed over: the park stays for the hand-over, and
         // goes with it.
         var other = RetryParking()
-        _ = other.park(Self.key, outputs: [Self.output(1)], followers: 0, expiresAtNs: 1_000)
+        _ = other.park(Self.key, outputs: [Self.output(1)], expiresAtNs: 1_000)
         #expect(other.arrive(Self.key, fromRetryTopic: true, nowNs: 1, forward: Self.output(1)) == .placeHere)
         #expect(other.count == 1)
         #expect(other.takeDeferred(Self.key).isEmpty)
@@ -71,11 +71,11 @@ import Testing
 
     @Test func recordsWrittenBeforeALaterRetryFollowItAgain() {
         var parking = RetryParking()
-        _ = parking.park(Self.key, outputs: [Self.output(1), Self.output(2)], followers: 1, expiresAtNs: 1_000)
+        _ = parking.park(Self.key, outputs: [Self.output(1), Self.output(2)], expiresAtNs: 1_000)
         _ = parking.takeDeferred(Self.key)
         // 1 is read back and fails again before 2 is read back: 2 was written before the new retry.
         #expect(parking.arrive(Self.key, fromRetryTopic: true, nowNs: 1, forward: Self.output(1)) == .placeHere)
-        _ = parking.park(Self.key, outputs: [Self.output(1)], followers: 0, expiresAtNs: 1_000)
+        _ = parking.park(Self.key, outputs: [Self.output(1)], expiresAtNs: 1_000)
         _ = parking.takeDeferred(Self.key)
         #expect(parking.arrive(Self.key, fromRetryTopic: true, nowNs: 2, forward: Self.output(2)) == .follow)
         #expect(parking.arrive(Self.key, fromRetryTopic: true, nowNs: 3, forward: Self.output(1)) == .placeHere)
@@ -167,7 +167,7 @@ import Testing
                 followAgain[k].formUnion(retryTopic[k])
                 followAgain[k].formUnion(deferredNow[k])
                 let expires = expiring ? now + Int64.random(in: 1...50, using: &random) : .max
-                if let now = parking.park(keys[k], outputs: outputs, followers: outputs.count - 1, expiresAtNs: expires) {
+                if let now = parking.park(keys[k], outputs: outputs, expiresAtNs: expires) {
                     if handingOver[k] { fail("a second hand-over of one key") }
                     handingOver[k] = true
                     hand(k, now)
