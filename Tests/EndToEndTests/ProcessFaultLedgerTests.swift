@@ -104,8 +104,9 @@ struct ProcessFaultLedgerTests {
         }
 
         /// Waits for every input's result, stops `instances` gracefully (exit 0), checks the ledger and the
-        /// final commit, and prints the scenario's `FAULT-LEDGER` line.
-        func finish(_ scenario: String, instances: [RunningCommand], faults: Int, detail: String, kills: Bool) async throws {
+        /// final commit, and prints the scenario's `FAULT-LEDGER` line. `maxReruns`: the most re-runs a kill may
+        /// cost (default a sixth of the inputs).
+        func finish(_ scenario: String, instances: [RunningCommand], faults: Int, detail: String, kills: Bool, maxReruns: Int? = nil) async throws {
             let finished = await tail.waitUntil(timeout: .seconds(120)) { $0.lost.isEmpty }
             // Every input's offset is committed while the instances run: the records a stopped or killed
             // member left uncommitted are read again by their partitions' next owner, run, and committed.
@@ -137,7 +138,7 @@ struct ProcessFaultLedgerTests {
             // (2 300–3 000 of its 3 000): its first results waited up to 1 s in librdkafka's queue, and
             // nothing could be committed meanwhile.
             if kills {
-                #expect(ledger.duplicatesPerCrash.reduce(0, +) <= ids.count / 6, "re-runs after the SIGKILL: \(ledger.summary)")
+                #expect(ledger.duplicatesPerCrash.reduce(0, +) <= maxReruns ?? ids.count / 6, "re-runs after the SIGKILL: \(ledger.summary)")
             }
         }
 
@@ -209,6 +210,10 @@ struct ProcessFaultLedgerTests {
         b.signal(SIGKILL)
         _ = try await b.waitForExit(timeout: .seconds(30))
         try await setup.afterFault(crash: true, instances: [a, b])
-        try await setup.finish("twoInstancesOneKilled", instances: [a], faults: 1, detail: "two instances in one group; one killed with SIGKILL at a third of the results, the other takes its partitions over", kills: true)
+        // A third of the inputs (two thirds of the killed member's share), below what the defect of a member killed
+        // in its first second re-ran: what a kill re-runs grows with the machine's load (1 185 of 6 000 once with
+        // stress-ng busy on both cores, when the bound was a sixth).
+        try await setup.finish("twoInstancesOneKilled", instances: [a], faults: 1, detail: "two instances in one group; one killed with SIGKILL at a third of the results, the other takes its partitions over",
+                               kills: true, maxReruns: setup.ids.count / 3)
     }
 }
