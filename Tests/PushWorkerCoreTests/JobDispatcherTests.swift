@@ -19,8 +19,9 @@ import Testing
         var maxRunning: Int { state.value.maxRunning }
         var started: [Int64] { runs.map(\.offset) }
 
-        /// A worker that logs its run and sleeps `duration` (cancellable).
-        func worker(sleeping duration: Duration, outcome: WorkerOutcome = .newData) -> ClosureWorker {
+        /// A worker that logs its run and sleeps `duration` (cancellable); the run of offset `held` lasts instead
+        /// until every offset of `others` has started (at most 10 s), so that they overlap it on any machine.
+        func worker(sleeping duration: Duration, outcome: WorkerOutcome = .newData, holding held: Int64? = nil, until others: Set<Int64> = []) -> ClosureWorker {
             ClosureWorker { [self] job in
                 let key = job.key.map { String(decoding: $0, as: UTF8.self) }
                 state.withLock { state in
@@ -34,7 +35,12 @@ import Testing
                         if let index = state.runs.firstIndex(where: { $0.offset == job.source.offset }) { state.runs[index].end = .now }
                     }
                 }
-                try await Task.sleep(for: duration)
+                if job.source.offset == held {
+                    let deadline = ContinuousClock.now.advanced(by: .seconds(10))
+                    while !others.isSubset(of: Set(started)), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+                } else {
+                    try await Task.sleep(for: duration)
+                }
                 return outcome
             }
         }
@@ -46,9 +52,10 @@ import Testing
         InputRecord(source: source(offset, partition: partition), key: key.map { Array($0.utf8) }, value: Payload.silent(type: type), receivedAtMs: WallClock.nowMs())
     }
 
-    func dispatcher(_ log: RunLog, sleeping: Duration, maxInFlight: Int, collector: ResultCollector, budget: Duration = .seconds(10)) -> JobDispatcher {
+    func dispatcher(_ log: RunLog, sleeping: Duration, maxInFlight: Int, collector: ResultCollector, budget: Duration = .seconds(10),
+                    holding held: Int64? = nil, until others: Set<Int64> = []) -> JobDispatcher {
         var registry = WorkerRegistry(defaultBudget: budget)
-        registry.register(type: "work", worker: log.worker(sleeping: sleeping))
+        registry.register(type: "work", worker: log.worker(sleeping: sleeping, holding: held, until: others))
         return JobDispatcher(registry: registry, maxInFlight: maxInFlight, executor: BudgetedExecutor(), onResult: collector.onResult)
     }
 
@@ -86,9 +93,11 @@ import Testing
     func sameKeyAcrossSeparateSubmits() async throws {
         let log = RunLog()
         let collector = ResultCollector()
-        let dispatcher = dispatcher(log, sleeping: .milliseconds(250), maxInFlight: 4, collector: collector)
+        // Offset 0 runs until 2 and 3 have started (or 10 s): a fixed 250 ms run ended before a loaded
+        // machine's second submit came, and 2 and 3 could not overlap it.
+        let dispatcher = dispatcher(log, sleeping: .milliseconds(50), maxInFlight: 4, collector: collector, holding: 0, until: [2, 3])
         dispatcher.submit([record(0, key: "device-1")])
-        try await Task.sleep(for: .milliseconds(30))
+        #expect(await eventually(timeout: .seconds(30)) { log.started == [0] })
         dispatcher.submit([record(1, key: "device-1"), record(2, key: "device-2"), record(3)])
         #expect(dispatcher.waitingCount == 1)
         #expect(await idle(dispatcher))
